@@ -1,0 +1,35 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "hcpack",
+    products: [
+        .library(name: "HostedContent", targets: ["HostedContent"]),
+        .executable(name: "hcpack", targets: ["hcpack"]),
+    ],
+    targets: [
+        // C libraries from Debian, through pkg-config.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // One Swift wrapper per C library.
+        .target(name: "ArchiveIO", dependencies: ["CArchive"]),
+        .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        .target(name: "Digest", dependencies: ["CCrypto"]),
+
+        // The domain: package model, rules, build/verify/install. No argv, no stdout.
+        .target(name: "HostedContent", dependencies: ["ArchiveIO", "PropertyList", "Digest"]),
+
+        // Command line: parsing, rendering, exit codes.
+        .target(name: "HCPackCLI", dependencies: ["HostedContent"]),
+        .executableTarget(name: "hcpack", dependencies: ["HCPackCLI"]),
+
+        .testTarget(name: "ArchiveIOTests", dependencies: ["ArchiveIO"]),
+        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
+        .testTarget(name: "DigestTests", dependencies: ["Digest"]),
+        .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest"]),
+        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

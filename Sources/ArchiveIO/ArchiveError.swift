@@ -1,0 +1,30 @@
+/// A failure reading or writing an archive, with libarchive's own message.
+public struct ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// The input is not an archive in a format we read (or is an unsupported one such as RAR, 7z, ISO).
+        case unsupportedFormat
+        /// The archive is damaged: bad checksum, truncated, inconsistent headers.
+        case corrupt
+        /// An encrypted entry, which we never decrypt.
+        case encrypted
+        /// A limit in `ArchiveLimits` was exceeded.
+        case limitExceeded
+        /// The operating system failed (open, read, write, disk full); `errno` says why.
+        case io
+        /// API misuse (for example, writing data before a header).
+        case usage
+    }
+
+    public var code: Code
+    public var message: String
+    /// The `errno` value behind an `.io` failure, when known.
+    public var errno: Int32?
+
+    public init(_ code: Code, _ message: String, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// A property list value, as found in ContentInfo.plist.
+public enum PlistValue: Sendable, Equatable {
+    case string(String)
+    case integer(Int64)
+    case real(Double)
+    case boolean(Bool)
+    case date(Date)
+    case data([UInt8])
+    case array([PlistValue])
+    case dictionary(PlistDictionary)
+
+    /// The string payload, or nil for any other type.
+    public var stringValue: String? {
+        if case .string(let value) = self { return value }
+        return nil
+    }
+
+    /// A short name of the value's type, for messages ("string", "array", ...).
+    public var typeName: String {
+        switch self {
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "real"
+        case .boolean: "boolean"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
+    }
+}
+
+/// A dictionary that keeps its keys in document order, so unknown keys survive a round trip untouched.
+public struct PlistDictionary: Sendable, Equatable {
+    /// One key and its value.
+    public struct Entry: Sendable, Equatable {
+        public var key: String
+        public var value: PlistValue
+        public init(key: String, value: PlistValue) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// The entries in document order; keys are unique.
+    public private(set) var entries: [Entry]
+
+    /// Creates a dictionary; later duplicates of a key replace earlier ones.
+    public init(_ entries: [Entry] = []) {
+        self.entries = []
+        for entry in entries { self[entry.key] = entry.value }
+    }
+
+    /// The keys in document order.
+    public var keys: [String] { entries.map(\.key) }
+
+    /// Reads a value; setting replaces in place, appends a new key, or removes the key when nil.
+    public subscript(key: String) -> PlistValue? {
+        get { entries.first(where: { $0.key == key })?.value }
+        set {
+            let index = entries.firstIndex(where: { $0.key == key })
+            switch (index, newValue) {
+            case (let index?, let value?): entries[index].value = value
+            case (let index?, nil): entries.remove(at: index)
+            case (nil, let value?): entries.append(Entry(key: key, value: value))
+            case (nil, nil): break
+            }
+        }
+    }
+}
