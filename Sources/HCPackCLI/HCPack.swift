@@ -1,0 +1,120 @@
+import Foundation
+import HostedContent
+
+/// Exit codes shared by every command.
+public enum ExitCode {
+    public static let success: Int32 = 0
+    /// The package or archive is invalid; nothing was written.
+    public static let invalid: Int32 = 1
+    /// A command-line mistake.
+    public static let usage: Int32 = 2
+    /// An I/O or environment failure (not found, permission, disk full).
+    public static let environment: Int32 = 3
+}
+
+/// A subcommand: declared by a spec, built from parsed arguments, run against a context.
+protocol Command {
+    static var spec: CommandSpec { get }
+    init(_ arguments: ParsedArguments, context: Context) throws(UsageError)
+    /// Runs the command and returns its exit code; throws `HCPackError` for failures.
+    func run(_ context: Context) throws(HCPackError) -> Int32
+}
+
+/// The `hcpack` program: dispatch, help, and the one place that turns errors into exit codes.
+public enum HCPack {
+    public static let version = "0.1.0"
+
+    static var commands: [any Command.Type] { [VerifyCommand.self] }
+
+    static var specs: [CommandSpec] { commands.map { $0.spec } }
+
+    static var overview: String {
+        var text = """
+            hcpack \(version): build, verify and install hosted content packages
+            (a folder with ContentInfo.plist and Contents/, or an archive of one).
+
+            Usage: hcpack COMMAND [options] [arguments]
+
+            Commands:
+
+            """
+        let width = specs.map { $0.name.count }.max() ?? 0
+        for spec in specs {
+            text += "  " + spec.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + spec.summary + "\n"
+        }
+        text += """
+
+            Run 'hcpack help COMMAND' for a command's options.
+            Exit codes: 0 success, 1 invalid package (nothing written), 2 usage error, 3 I/O or environment failure.
+
+            """
+        return text
+    }
+
+    /// Runs hcpack with `arguments` (without the program name) and returns the exit code.
+    public static func main(_ arguments: [String], context: Context) -> Int32 {
+        guard let first = arguments.first else {
+            context.err(overview)
+            return ExitCode.usage
+        }
+        switch first {
+        case "--help", "-h":
+            context.out(overview)
+            return ExitCode.success
+        case "--version":
+            context.out("hcpack \(version)\n")
+            return ExitCode.success
+        case "help":
+            guard let name = arguments.dropFirst().first else {
+                context.out(overview)
+                return ExitCode.success
+            }
+            guard let command = commands.first(where: { $0.spec.name == name }) else {
+                return usageFailure(UsageError("unknown command '\(name)'"), context: context)
+            }
+            context.out(command.spec.help)
+            return ExitCode.success
+        default:
+            break
+        }
+        guard let type = commands.first(where: { $0.spec.name == first }) else {
+            return usageFailure(UsageError("unknown command '\(first)'; run 'hcpack --help' for the list"), context: context)
+        }
+        do {
+            let parsed = try ParsedArguments(Array(arguments.dropFirst()), spec: type.spec)
+            if parsed.flag("help") {
+                context.out(type.spec.help)
+                return ExitCode.success
+            }
+            let command = try type.init(parsed, context: context)
+            return try command.run(context)
+        } catch let error as UsageError {
+            return usageFailure(error, context: context)
+        } catch let error as HCPackError {
+            context.err("hcpack: error: \(error.message)\n")
+            return exitCode(for: error)
+        } catch {
+            context.err("hcpack: error: \(error)\n")
+            return ExitCode.environment
+        }
+    }
+
+    /// The exit code for a failure.
+    public static func exitCode(for error: HCPackError) -> Int32 {
+        switch error.code {
+        case .invalidPackage: ExitCode.invalid
+        case .invalidRequest: ExitCode.usage
+        case .notFound, .permissionDenied, .diskFull, .io, .locked: ExitCode.environment
+        }
+    }
+
+    static func usageFailure(_ error: UsageError, context: Context) -> Int32 {
+        context.err("hcpack: error: \(error.message)\n")
+        if let name = error.command, let command = commands.first(where: { $0.spec.name == name }) {
+            context.err("Usage: \(command.spec.usage)\nRun 'hcpack help \(name)' for more.\n")
+        } else {
+            context.err("Usage: hcpack COMMAND [options] [arguments]\nRun 'hcpack --help' for more.\n")
+        }
+        return ExitCode.usage
+    }
+}

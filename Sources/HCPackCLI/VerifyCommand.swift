@@ -1,0 +1,49 @@
+import HostedContent
+
+/// `hcpack verify PATH`: every problem of a package folder or archive, at once.
+struct VerifyCommand: Command {
+    static let spec = CommandSpec(
+        name: "verify",
+        summary: "Check a package folder or archive and report every problem.",
+        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        options: [
+            OptionSpec("strict", help: "Fail on warnings too."),
+            OptionSpec("max-size", value: "BYTES", help: "Largest total content size (default 2000000000)."),
+            OptionSpec("json", help: "Print one JSON object on stdout."),
+            OptionSpec("quiet", short: "q", help: "Print nothing; only the exit code tells."),
+        ],
+        discussion: """
+            Exit status: 0 valid, 1 invalid (errors; with --strict, warnings too), 2 usage error, 3 unreadable input.
+            Rules are listed in docs/rules.md.
+            """)
+
+    let path: String
+    let strict: Bool
+    let json: Bool
+    let quiet: Bool
+    let options: VerifyOptions
+
+    init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
+        path = context.absolutePath(arguments.argument(0) ?? "")
+        strict = arguments.flag("strict")
+        json = arguments.flag("json")
+        quiet = arguments.flag("quiet")
+        var options = VerifyOptions()
+        if let maxSize = try arguments.integer("max-size") {
+            guard maxSize > 0 else { throw UsageError("--max-size must be positive", command: Self.spec.name) }
+            options.maxSize = maxSize
+        }
+        self.options = options
+    }
+
+    func run(_ context: Context) throws(HCPackError) -> Int32 {
+        let report = try Verifier.verify(path, options: options)
+        let valid = report.isValid(strict: strict)
+        if json {
+            context.out(ReportRendering.json(report, strict: strict).rendered() + "\n")
+        } else if !quiet {
+            context.out(ReportRendering.text(report, label: path, strict: strict))
+        }
+        return valid ? ExitCode.success : ExitCode.invalid
+    }
+}

@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Thin, errno-checked POSIX file system calls. POSIX rather than FileManager: `lstat` semantics, raw names
+/// (which may not be UTF-8) and no per-call allocation in the hot paths.
+public enum FileSystem {
+    /// What `lstat` says about a path (never follows a symlink).
+    public struct Status: Sendable, Equatable {
+        public var kind: EntryKind
+        public var size: Int64
+        public var permissions: UInt32
+        public var device: UInt64
+        public var inode: UInt64
+        public var linkCount: UInt64
+    }
+
+    /// `lstat(path)`; nil when the path does not exist.
+    public static func status(_ path: String) throws(HCPackError) -> Status? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            throw HCPackError.system("lstat", path: path, errno: code)
+        }
+        return Status(
+            kind: EntryKind(mode: UInt32(info.st_mode)), size: Int64(info.st_size),
+            permissions: UInt32(info.st_mode) & 0o7777, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
+            linkCount: UInt64(info.st_nlink))
+    }
+
+    /// One name in a folder, as raw bytes (names need not be UTF-8).
+    public struct DirectoryItem: Sendable {
+        public var nameBytes: [UInt8]
+        /// The name as UTF-8, or a lossy decoding when `isUTF8` is false.
+        public var name: String
+        public var isUTF8: Bool
+    }
+
+    /// The names in a folder (not `.` or `..`), sorted by bytes so results never depend on listing order.
+    public static func listDirectory(_ path: String) throws(HCPackError) -> [DirectoryItem] {
+        guard let directory = opendir(path) else { throw HCPackError.system("opendir", path: path, errno: errno) }
+        defer { closedir(directory) }
+        var items: [DirectoryItem] = []
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw HCPackError.system("readdir", path: path, errno: errno) }
+                break
+            }
+            let nameBytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                Array(raw.prefix(while: { $0 != 0 }))
+            }
+            if nameBytes == [0x2e] || nameBytes == [0x2e, 0x2e] { continue }
+            let strict = String(validating: nameBytes, as: UTF8.self)
+            items.append(
+                DirectoryItem(
+                    nameBytes: nameBytes, name: strict ?? String(decoding: nameBytes, as: UTF8.self),
+                    isUTF8: strict != nil))
+        }
+        items.sort { $0.nameBytes.lexicographicallyPrecedes($1.nameBytes) }
+        return items
+    }
+
+    /// The target of a symlink.
+    public static func readLink(_ path: String) throws(HCPackError) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count >= 0 else { throw HCPackError.system("readlink", path: path, errno: errno) }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Reads a whole file, refusing one larger than `limit` bytes.
+    public static func readFile(_ path: String, limit: Int) throws(HCPackError) -> [UInt8] {
+        let file = try OpenFile(reading: path)
+        var result: [UInt8] = []
+        try file.readChunks(chunkSize: 64 << 10) { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
+            guard result.count + chunk.count <= limit else {
+                throw HCPackError(.invalidRequest, "\(path): larger than \(limit) bytes", path: path)
+            }
+            result.append(contentsOf: chunk)
+        }
+        return result
+    }
+
+    /// Whether the path exists (without following a final symlink).
+    public static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+}
+
+/// A file descriptor opened for reading, closed on deinit.
+public final class OpenFile {
+    public let descriptor: Int32
+    public let path: String
+
+    /// Opens `path` read-only, refusing to follow a final symlink (`O_NOFOLLOW`).
+    public init(reading path: String) throws(HCPackError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(descriptor) }
+
+    /// Reads the file to its end in chunks, handing each to `body`.
+    public func readChunks(
+        chunkSize: Int = 1 << 20, _ body: (UnsafeRawBufferPointer) throws(HCPackError) -> Void
+    ) throws(HCPackError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let count = read(descriptor, buffer.baseAddress, chunkSize)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw HCPackError.system("read", path: path, errno: errno)
+            }
+            if count == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+}

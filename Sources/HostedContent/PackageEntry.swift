@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The kind of one entry in a package folder or archive.
+public enum EntryKind: String, Sendable, Codable {
+    case file, directory, symlink, hardlink, device, fifo, socket, unknown
+
+    /// The kind from a `st_mode` value.
+    public init(mode: UInt32) {
+        switch mode & UInt32(S_IFMT) {
+        case UInt32(S_IFREG): self = .file
+        case UInt32(S_IFDIR): self = .directory
+        case UInt32(S_IFLNK): self = .symlink
+        case UInt32(S_IFCHR), UInt32(S_IFBLK): self = .device
+        case UInt32(S_IFIFO): self = .fifo
+        case UInt32(S_IFSOCK): self = .socket
+        default: self = .unknown
+        }
+    }
+
+    /// Words for messages.
+    public var noun: String {
+        switch self {
+        case .file: "regular file"
+        case .directory: "folder"
+        case .symlink: "symlink"
+        case .hardlink: "hard link"
+        case .device: "device"
+        case .fifo: "fifo"
+        case .socket: "socket"
+        case .unknown: "entry of unknown type"
+        }
+    }
+}
+
+/// A native executable or script, recognised by its first bytes.
+public enum ExecutableKind: String, Sendable, Codable {
+    case machO = "Mach-O"
+    case fatMachO = "fat Mach-O"
+    case elf = "ELF"
+    case pe = "PE"
+    case script = "script"
+
+    /// Looks at the start of a file. Fat Mach-O shares CAFEBABE with Java class files; a small architecture
+    /// count tells them apart (class files have their version there, 45 or more).
+    public static func detect(_ head: UnsafeRawBufferPointer) -> ExecutableKind? {
+        guard head.count >= 2 else { return nil }
+        if head[0] == 0x23 && head[1] == 0x21 { return .script }  // "#!"
+        if head[0] == 0x4d && head[1] == 0x5a { return .pe }  // "MZ"
+        guard head.count >= 4 else { return nil }
+        let magic = UInt32(head[0]) << 24 | UInt32(head[1]) << 16 | UInt32(head[2]) << 8 | UInt32(head[3])
+        switch magic {
+        case 0x7f45_4c46: return .elf
+        case 0xfeed_face, 0xfeed_facf, 0xcefa_edfe, 0xcffa_edfe: return .machO
+        case 0xcafe_babe, 0xcafe_babf:
+            guard head.count >= 8 else { return .fatMachO }
+            let count = UInt32(head[4]) << 24 | UInt32(head[5]) << 16 | UInt32(head[6]) << 8 | UInt32(head[7])
+            return count > 0 && count < 40 ? .fatMachO : nil
+        default: return nil
+        }
+    }
+
+    /// How many leading bytes `detect` needs.
+    public static let headLength = 8
+}
+
+/// One entry of a package, its path relative to the package root.
+public struct PackageEntry: Sendable, Equatable {
+    /// Relative path, '/'-separated, no trailing slash (lossy UTF-8 when `nameIsUTF8` is false).
+    public var path: String
+    public var kind: EntryKind
+    /// Bytes of data (regular files).
+    public var size: Int64
+    public var permissions: UInt32
+    /// Symlink target, or the package path a hard link refers to.
+    public var linkTarget: String?
+    public var nameIsUTF8: Bool
+    /// What the first bytes say, for regular files.
+    public var executable: ExecutableKind?
+    /// SHA-256 of the data, when it was computed.
+    public var sha256: [UInt8]?
+
+    public init(
+        path: String, kind: EntryKind, size: Int64 = 0, permissions: UInt32 = 0o644, linkTarget: String? = nil,
+        nameIsUTF8: Bool = true, executable: ExecutableKind? = nil, sha256: [UInt8]? = nil
+    ) {
+        self.path = path
+        self.kind = kind
+        self.size = size
+        self.permissions = permissions
+        self.linkTarget = linkTarget
+        self.nameIsUTF8 = nameIsUTF8
+        self.executable = executable
+        self.sha256 = sha256
+    }
+}
+
+/// Everything the rules look at: the entries of one package and its ContentInfo.plist bytes.
+public struct PackageSnapshot: Sendable {
+    public enum Origin: Sendable, Equatable {
+        case folder(path: String)
+        case archive(path: String, format: String)
+    }
+
+    public var origin: Origin
+    /// In an archive, the top-level folder that is the package root (nil when it is the archive root).
+    public var rootFolder: String?
+    /// Entries relative to the package root, in the order found.
+    public var entries: [PackageEntry]
+    /// The raw bytes of ContentInfo.plist when it is a regular file within the size limit.
+    public var contentInfoBytes: [UInt8]?
+    /// Problems found while reading (unsafe entry names, corrupt data, ...).
+    public var scanProblems: ProblemList
+    /// False when reading stopped early (corrupt or unsupported archive): absence proves nothing then.
+    public var isComplete: Bool
+
+    public init(
+        origin: Origin, rootFolder: String? = nil, entries: [PackageEntry], contentInfoBytes: [UInt8]?,
+        scanProblems: ProblemList = ProblemList(), isComplete: Bool = true
+    ) {
+        self.origin = origin
+        self.rootFolder = rootFolder
+        self.entries = entries
+        self.contentInfoBytes = contentInfoBytes
+        self.scanProblems = scanProblems
+        self.isComplete = isComplete
+    }
+}

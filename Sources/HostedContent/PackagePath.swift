@@ -1,0 +1,117 @@
+import Foundation
+
+/// Path rules shared by verify, build and install.
+public enum PackagePath {
+    /// Longest name component, in bytes (common file system limit).
+    public static let maxComponentBytes = 255
+    /// Longest relative path, in bytes (Apple platforms' PATH_MAX is 1024).
+    public static let maxPathBytes = 1024
+
+    /// The problems with a `Files` entry as written, before looking at the package.
+    public static func filesEntryProblems(_ entry: String) -> [(Rule, String)] {
+        var found: [(Rule, String)] = []
+        if entry.isEmpty { return [(.filesEmptyPath, "the entry is empty; remove it from Files")] }
+        if entry.hasPrefix("/") || hasDriveLetter(entry) {
+            found.append((.filesAbsolutePath, "'\(entry)' is absolute; list paths relative to Contents/, without a leading '/'"))
+        }
+        if entry.contains("\\") {
+            found.append((.filesBackslash, "'\(entry)' contains a backslash; separate folders with '/'"))
+        }
+        if entry.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+            found.append((.filesControlCharacter, "'\(printable(entry))' contains a control character; rename the file"))
+        }
+        if entry.hasSuffix("/") && entry.count > 1 {
+            found.append((.filesTrailingSlash, "'\(entry)' ends with '/'; list files, not folders"))
+        }
+        var body = Substring(entry)
+        while body.hasPrefix("/") { body = body.dropFirst() }
+        while body.hasSuffix("/") { body = body.dropLast() }
+        let components = body.split(separator: "/", omittingEmptySubsequences: false)
+        if components.contains(where: { $0 == "." || $0 == ".." }) {
+            found.append((.filesDotComponent, "'\(entry)' has a '.' or '..' component; list the plain path under Contents/"))
+        }
+        if !body.isEmpty && components.contains(where: \.isEmpty) {
+            found.append((.filesEmptyPath, "'\(entry)' has an empty component ('//'); remove the extra '/'"))
+        }
+        return found
+    }
+
+    /// True when the first component looks like a Windows drive ("C:" or "C:x").
+    static func hasDriveLetter(_ path: String) -> Bool {
+        let bytes = Array(path.utf8.prefix(2))
+        guard bytes.count == 2, bytes[1] == UInt8(ascii: ":") else { return false }
+        return (0x41...0x5a).contains(bytes[0]) || (0x61...0x7a).contains(bytes[0])
+    }
+
+    /// Why an archive entry name is unsafe to extract, or nil when it is a plain relative path.
+    /// Expects the name after `normalizeArchiveName`.
+    public static func unsafeArchiveNameReason(_ name: String) -> String? {
+        if name.isEmpty { return "empty name" }
+        if name.hasPrefix("/") { return "absolute path" }
+        if hasDriveLetter(name) { return "drive-letter path" }
+        if name.contains("\\") { return "backslash in name" }
+        if name.utf8.contains(0) { return "NUL in name" }
+        let components = name.split(separator: "/", omittingEmptySubsequences: false)
+        if components.contains("..") { return "'..' component" }
+        if components.contains(where: \.isEmpty) { return "empty component" }
+        if components.contains(".") { return "'.' component" }
+        return nil
+    }
+
+    /// Strips the leading "./" tar writes and a directory's trailing "/".
+    public static func normalizeArchiveName(_ name: String) -> String {
+        var result = Substring(name)
+        while result.hasPrefix("./") { result = result.dropFirst(2) }
+        if result.count > 1 { while result.hasSuffix("/") { result = result.dropLast() } }
+        return String(result)
+    }
+
+    /// Key under which two names collide on a case-insensitive, normalization-insensitive file system.
+    public static func foldKey(_ path: String) -> String {
+        path.precomposedStringWithCanonicalMapping.lowercased()
+    }
+
+    /// Key under which two names differ only in Unicode normalization.
+    public static func normalizationKey(_ path: String) -> String {
+        path.precomposedStringWithCanonicalMapping
+    }
+
+    /// Resolves a symlink target lexically against the link's folder; nil when it leaves the package root.
+    public static func resolveLink(target: String, from linkPath: String) -> String? {
+        if target.hasPrefix("/") || hasDriveLetter(target) { return nil }
+        var parts = linkPath.split(separator: "/").dropLast().map(String.init)
+        for component in target.split(separator: "/", omittingEmptySubsequences: true) {
+            switch component {
+            case ".": continue
+            case "..":
+                if parts.isEmpty { return nil }
+                parts.removeLast()
+            default: parts.append(String(component))
+            }
+        }
+        return parts.joined(separator: "/")
+    }
+
+    /// True for operating-system junk: .DS_Store, __MACOSX/, AppleDouble "._" files, Thumbs.db.
+    public static func isJunk(_ path: String) -> Bool {
+        for component in path.split(separator: "/") {
+            if component == "__MACOSX" || component == ".DS_Store" || component == "Thumbs.db" || component.hasPrefix("._") {
+                return true
+            }
+        }
+        return false
+    }
+
+    /// Control characters shown as escapes so messages stay on one line.
+    public static func printable(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7f {
+                result += String(format: "\\x%02x", scalar.value)
+            } else {
+                result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,295 @@
+import ArchiveIO
+import Digest
+import PropertyList
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Limits for reading untrusted packages.
+public struct ReadLimits: Sendable, Equatable {
+    public var archive: ArchiveLimits
+    public var plist: PlistLimits
+    /// Deepest folder nesting walked in a package folder.
+    public var maxFolderDepth: Int
+
+    public init(archive: ArchiveLimits = ArchiveLimits(), plist: PlistLimits = PlistLimits(), maxFolderDepth: Int = 128) {
+        self.archive = archive
+        self.plist = plist
+        self.maxFolderDepth = maxFolderDepth
+    }
+}
+
+/// Reads a package folder or archive into a `PackageSnapshot`, without extracting anything.
+public enum PackageScanner {
+    /// Scans `path`: a folder is walked, anything else is read as an archive stream.
+    /// - Parameter hashFolderFiles: which folder files to hash (archives hash every file: the plist may come last).
+    /// - Throws: `HCPackError` when the path cannot be read (missing, permission, I/O).
+    public static func scan(
+        _ path: String, limits: ReadLimits = ReadLimits(), hashFolderFiles: (String) -> Bool = { _ in false }
+    ) throws(HCPackError) -> PackageSnapshot {
+        guard let status = try FileSystem.status(path) else {
+            throw HCPackError(.notFound, "\(path): no such file or folder; check the path", path: path)
+        }
+        if status.kind == .directory {
+            return try scanFolder(path, limits: limits, hashFiles: hashFolderFiles)
+        }
+        return try scanArchive(path, limits: limits)
+    }
+
+    // MARK: Folders
+
+    /// Walks a package folder with `lstat` (symlinks are reported, never followed).
+    public static func scanFolder(
+        _ root: String, limits: ReadLimits = ReadLimits(), hashFiles: (String) -> Bool = { _ in false }
+    ) throws(HCPackError) -> PackageSnapshot {
+        var entries: [PackageEntry] = []
+        var problems = ProblemList()
+        var plistBytes: [UInt8]?
+
+        func walk(_ relative: String, depth: Int) throws(HCPackError) {
+            let absolute = relative.isEmpty ? root : root + "/" + relative
+            guard depth <= limits.maxFolderDepth else {
+                problems.add(.longPath, path: relative, "folders nest deeper than \(limits.maxFolderDepth) levels; flatten the layout")
+                return
+            }
+            for item in try FileSystem.listDirectory(absolute) {
+                let path = relative.isEmpty ? item.name : relative + "/" + item.name
+                let full = absolute + "/" + item.name
+                guard let status = try FileSystem.status(full) else { continue }  // vanished meanwhile
+                var entry = PackageEntry(
+                    path: path, kind: status.kind, size: status.kind == .file ? status.size : 0,
+                    permissions: status.permissions, nameIsUTF8: item.isUTF8)
+                switch status.kind {
+                case .symlink:
+                    entry.linkTarget = try FileSystem.readLink(full)
+                case .file:
+                    if path == ContentInfo.fileName {
+                        plistBytes = try readPlist(full, limit: limits.plist.maxBytes, problems: &problems)
+                    }
+                    try sniffAndHash(full, into: &entry, hash: hashFiles(path))
+                default:
+                    break
+                }
+                entries.append(entry)
+                if status.kind == .directory { try walk(path, depth: depth + 1) }
+            }
+        }
+        try walk("", depth: 0)
+        return PackageSnapshot(origin: .folder(path: root), entries: entries, contentInfoBytes: plistBytes, scanProblems: problems)
+    }
+
+    private static func readPlist(_ path: String, limit: Int, problems: inout ProblemList) throws(HCPackError) -> [UInt8]? {
+        do {
+            return try FileSystem.readFile(path, limit: limit)
+        } catch where error.code == .invalidRequest {
+            problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(limit) bytes; a plist this size is not a content description")
+            return nil
+        }
+    }
+
+    /// Reads a file once: its first bytes tell executables apart, and its SHA-256 is computed when asked.
+    private static func sniffAndHash(_ path: String, into entry: inout PackageEntry, hash: Bool) throws(HCPackError) {
+        let file = try OpenFile(reading: path)
+        if !hash {
+            var head = [UInt8](repeating: 0, count: ExecutableKind.headLength)
+            let count = head.withUnsafeMutableBytes { Glibc.read(file.descriptor, $0.baseAddress, $0.count) }
+            if count < 0 { throw HCPackError.system("read", path: path, errno: errno) }
+            entry.executable = head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            return
+        }
+        let hasher = Digest.Hasher(.sha256)
+        var head: [UInt8] = []
+        var total: Int64 = 0
+        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
+            if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
+            hasher.update(chunk)
+            total += Int64(chunk.count)
+        }
+        entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
+        entry.sha256 = hasher.finalize()
+        entry.size = total
+    }
+
+    // MARK: Archives
+
+    /// Streams an archive once: names are checked, every file is hashed, ContentInfo.plist is kept in memory.
+    public static func scanArchive(_ path: String, limits: ReadLimits = ReadLimits()) throws(HCPackError) -> PackageSnapshot {
+        let reader: ArchiveReader
+        do {
+            reader = try ArchiveReader(path: path, limits: limits.archive)
+        } catch {
+            throw environmentError(error, path: path)
+        }
+        var collector = ArchiveCollector(plistLimit: limits.plist.maxBytes)
+        var complete = true
+        do {
+            while let header = try reader.next() {
+                try collector.add(header, reader: reader)
+            }
+        } catch let error as ArchiveError {
+            complete = false
+            switch error.code {
+            case .io: throw environmentError(error, path: path)
+            case .unsupportedFormat:
+                collector.problems.add(
+                    .unsupportedFormat, path: "",
+                    "\(error.message); hcpack reads zip, tar (plain, gzip, bzip2, xz, zstd) and xar archives")
+            case .limitExceeded:
+                let rule: Rule = error.message.contains("ratio") ? .compressionRatio : .limitExceeded
+                collector.problems.add(rule, path: collector.currentName, "\(error.message); the archive was not read further")
+            case .encrypted:
+                collector.problems.add(.encrypted, path: collector.currentName, "the entry is encrypted; ship hosted content unencrypted")
+            case .corrupt, .usage:
+                collector.problems.add(.corrupt, path: collector.currentName, "\(error.message); rebuild or download the archive again")
+            }
+        } catch {
+            complete = false
+            collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
+        }
+        return collector.snapshot(path: path, format: reader.formatName ?? "unknown", complete: complete)
+    }
+
+    private static func environmentError(_ error: ArchiveError, path: String) -> HCPackError {
+        if error.code == .io, let code = error.errno { return HCPackError.system("read", path: path, errno: code) }
+        if error.code == .io { return HCPackError(.io, "\(path): \(error.message)", path: path) }
+        return HCPackError(.invalidPackage, "\(path): \(error.message)", path: path)
+    }
+}
+
+/// Gathers archive entries with archive-root-relative names, then picks the package root.
+private struct ArchiveCollector {
+    let plistLimit: Int
+    var entries: [PackageEntry] = []
+    var indexByPath: [String: Int] = [:]
+    var problems = ProblemList()
+    /// ContentInfo.plist candidates by archive path ("ContentInfo.plist" or "X/ContentInfo.plist").
+    var plistCandidates: [String: [UInt8]] = [:]
+    var oversizedPlists: Set<String> = []
+    var currentName = ""
+
+    init(plistLimit: Int) { self.plistLimit = plistLimit }
+
+    mutating func add(_ header: ArchiveEntry, reader: ArchiveReader) throws {
+        let raw = header.path ?? String(decoding: header.pathBytes, as: UTF8.self)
+        let name = PackagePath.normalizeArchiveName(raw)
+        currentName = name
+        if name.isEmpty || name == "." { return }  // the "./" entry tar writes for the root folder
+        if let reason = PackagePath.unsafeArchiveNameReason(name) {
+            problems.add(.unsafePath, path: PackagePath.printable(raw), "unsafe entry name (\(reason)); an extractor could write outside its folder")
+            return
+        }
+        var entry = PackageEntry(
+            path: name, kind: Self.kind(header.kind), size: header.declaredSize ?? 0, permissions: header.permissions,
+            linkTarget: header.linkTarget, nameIsUTF8: header.path != nil)
+        if header.isEncrypted {
+            problems.add(.encrypted, path: name, "the entry is encrypted; ship hosted content unencrypted")
+        } else if entry.kind == .file {
+            // A few candidates at most: more than one already means more than one package.
+            let isPlist = Self.isPlistCandidate(name) && plistCandidates.count < 4
+            let hasher = Digest.Hasher(.sha256)
+            var head: [UInt8] = []
+            var plist: [UInt8] = []
+            var plistTooBig = false
+            let limit = plistLimit
+            let count = try reader.readData { chunk in
+                if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
+                hasher.update(chunk)
+                if isPlist && !plistTooBig {
+                    if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
+                }
+            }
+            entry.size = count
+            entry.sha256 = hasher.finalize()
+            entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
+            if isPlist {
+                if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
+            }
+        }
+        if let existing = indexByPath[name] {
+            // Repeated folder entries are harmless; anything else means two different contents for one name.
+            if !(entries[existing].kind == .directory && entry.kind == .directory) {
+                problems.add(.duplicateEntry, path: name, "the archive has this name twice; an extractor would keep only one of them")
+            }
+            return
+        }
+        indexByPath[name] = entries.count
+        entries.append(entry)
+    }
+
+    static func isPlistCandidate(_ name: String) -> Bool {
+        let parts = name.split(separator: "/")
+        return parts.last == Substring(ContentInfo.fileName) && parts.count <= 2
+    }
+
+    static func kind(_ kind: ArchiveEntryKind) -> EntryKind {
+        switch kind {
+        case .file: .file
+        case .directory: .directory
+        case .symlink: .symlink
+        case .hardlink: .hardlink
+        case .characterDevice, .blockDevice: .device
+        case .fifo: .fifo
+        case .socket: .socket
+        case .unknown: .unknown
+        }
+    }
+
+    /// The package root is the archive root, or its single top-level folder (junk such as __MACOSX aside).
+    mutating func snapshot(path: String, format: String, complete: Bool) -> PackageSnapshot {
+        let topLevel = Set(entries.map { String($0.path.prefix(while: { $0 != "/" })) })
+        let meaningful = topLevel.filter { !PackagePath.isJunk($0) }
+        var root: String?
+        if topLevel.contains(ContentInfo.fileName) || topLevel.contains("Contents") {
+            root = nil
+        } else {
+            let withPlist = meaningful.filter { indexByPath[$0 + "/" + ContentInfo.fileName] != nil }.sorted()
+            if withPlist.count > 1 {
+                problems.add(
+                    .multipleRoots, path: "",
+                    "the archive holds \(withPlist.count) packages (\(withPlist.joined(separator: ", "))); ship one package per archive")
+                root = withPlist.first
+            } else if let only = withPlist.first {
+                root = only
+            } else if meaningful.count == 1, let only = meaningful.first {
+                root = only
+            } else if meaningful.count > 1 {
+                problems.add(
+                    .multipleRoots, path: "",
+                    "no ContentInfo.plist at the archive root or in a single top-level folder (found \(meaningful.sorted().prefix(5).joined(separator: ", "))); put ContentInfo.plist and Contents/ at the archive root")
+            }
+        }
+        var rooted: [PackageEntry] = []
+        rooted.reserveCapacity(entries.count)
+        let prefix = root.map { $0 + "/" } ?? ""
+        for var entry in entries {
+            if let root {
+                if entry.path == root { continue }
+                guard entry.path.hasPrefix(prefix) else {
+                    if PackagePath.isJunk(entry.path) {
+                        problems.add(.junk, path: entry.path, "operating system junk outside the package folder; leave it out of the archive")
+                    } else if !entry.path.contains("/") {
+                        problems.add(.strayEntry, path: entry.path, "outside the package folder '\(root)'; installers ignore it, so leave it out")
+                    }
+                    continue
+                }
+                entry.path.removeFirst(prefix.count)
+            }
+            if entry.kind == .hardlink, let target = entry.linkTarget {
+                // Hard link targets name archive entries; make them package-relative (nil target: outside).
+                let normalized = PackagePath.normalizeArchiveName(target)
+                entry.linkTarget = normalized.hasPrefix(prefix) ? String(normalized.dropFirst(prefix.count)) : "/" + normalized
+            }
+            rooted.append(entry)
+        }
+        let plistKey = prefix + ContentInfo.fileName
+        if oversizedPlists.contains(plistKey) {
+            problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(plistLimit) bytes; a plist this size is not a content description")
+        }
+        return PackageSnapshot(
+            origin: .archive(path: path, format: format), rootFolder: root, entries: rooted,
+            contentInfoBytes: plistCandidates[plistKey], scanProblems: problems, isComplete: complete)
+    }
+}

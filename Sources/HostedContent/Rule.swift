@@ -1,0 +1,133 @@
+/// Every check hcpack makes, with a stable ID (documented in docs/rules.md; never renumbered or reused).
+public enum Rule: String, Sendable, Codable, CaseIterable {
+    // Structure of the package folder.
+    case missingPlist = "structure.missing-plist"
+    case plistNotFile = "structure.plist-not-file"
+    case missingContents = "structure.missing-contents"
+    case contentsNotFolder = "structure.contents-not-folder"
+    case strayEntry = "structure.stray-entry"
+
+    // ContentInfo.plist itself.
+    case plistParse = "plist.parse"
+    case plistNotDictionary = "plist.not-dictionary"
+    case plistMissingKey = "plist.missing-key"
+    case plistWrongType = "plist.wrong-type"
+    case productIdentifierSyntax = "plist.product-id-syntax"
+    case contentVersionSyntax = "plist.version-syntax"
+    case filesKeyMissing = "plist.files-missing"
+
+    // Entries of the Files array.
+    case filesEmptyPath = "files.empty-path"
+    case filesAbsolutePath = "files.absolute-path"
+    case filesDotComponent = "files.dot-component"
+    case filesBackslash = "files.backslash"
+    case filesControlCharacter = "files.control-character"
+    case filesTrailingSlash = "files.trailing-slash"
+    case filesDuplicate = "files.duplicate"
+    case filesCaseDuplicate = "files.case-duplicate"
+    case filesNormalizationDuplicate = "files.normalization-duplicate"
+    case filesNotFound = "files.not-found"
+    case filesNotRegular = "files.not-regular"
+    case filesUnlisted = "files.unlisted"
+
+    // What the package contains.
+    case symlinkEscapes = "content.symlink-escapes"
+    case symlink = "content.symlink"
+    case hardlinkEscapes = "content.hardlink-escapes"
+    case hardlink = "content.hardlink"
+    case specialFile = "content.special-file"
+    case executable = "content.executable"
+    case script = "content.script"
+    case junk = "content.junk"
+    case caseCollision = "content.case-collision"
+    case normalizationCollision = "content.normalization-collision"
+    case nonUTF8Name = "content.non-utf8-name"
+    case longPath = "content.long-path"
+    case tooLarge = "content.too-large"
+    case unsafePermissions = "content.unsafe-permissions"
+
+    // The archive that carries the package.
+    case unsafePath = "archive.unsafe-path"
+    case duplicateEntry = "archive.duplicate-entry"
+    case encrypted = "archive.encrypted"
+    case corrupt = "archive.corrupt"
+    case unsupportedFormat = "archive.unsupported-format"
+    case multipleRoots = "archive.multiple-roots"
+    case compressionRatio = "archive.compression-ratio"
+    case limitExceeded = "archive.limit-exceeded"
+
+    // Recorded sizes and digests (the HCPackIntegrity key).
+    case integrityMalformed = "integrity.malformed"
+    case integrityMissingRecord = "integrity.missing-record"
+    case integrityStrayRecord = "integrity.stray-record"
+    case sizeMismatch = "integrity.size-mismatch"
+    case digestMismatch = "integrity.digest-mismatch"
+
+    /// The severity a problem of this rule has unless a check says otherwise.
+    public var severity: Severity {
+        switch self {
+        case .strayEntry, .filesKeyMissing, .filesUnlisted, .symlink, .hardlink, .script, .junk,
+            .unsafePermissions, .integrityStrayRecord:
+            .warning
+        default:
+            .error
+        }
+    }
+
+    /// One line saying what the rule checks, for `docs/rules.md` and `hcpack rules`.
+    public var summary: String {
+        switch self {
+        case .missingPlist: "ContentInfo.plist is missing at the package root."
+        case .plistNotFile: "ContentInfo.plist is not a regular file (a folder, symlink or special file)."
+        case .missingContents: "The Contents/ folder is missing."
+        case .contentsNotFolder: "Contents is not a folder."
+        case .strayEntry: "An entry at the package root other than ContentInfo.plist and Contents/."
+        case .plistParse: "ContentInfo.plist cannot be parsed (XML or binary); the message gives line and column."
+        case .plistNotDictionary: "The plist's top-level value is not a dictionary."
+        case .plistMissingKey: "A required key (IAPProductIdentifier, ContentVersion) is absent."
+        case .plistWrongType: "A known key has the wrong type (for example Files is not an array of strings)."
+        case .productIdentifierSyntax: "IAPProductIdentifier is not 1 to 100 letters, digits, '.', '-' or '_'."
+        case .contentVersionSyntax: "ContentVersion is not integers separated by periods (1, 1.0, 2.10.3)."
+        case .filesKeyMissing: "The Files key is absent: installers that rely on it copy nothing."
+        case .filesEmptyPath: "A Files entry is empty or has an empty component ('a//b')."
+        case .filesAbsolutePath: "A Files entry starts with '/' or a drive letter."
+        case .filesDotComponent: "A Files entry has a '.' or '..' component."
+        case .filesBackslash: "A Files entry contains a backslash."
+        case .filesControlCharacter: "A Files entry contains a control character."
+        case .filesTrailingSlash: "A Files entry ends with '/'."
+        case .filesDuplicate: "The same path is listed twice."
+        case .filesCaseDuplicate: "Two entries differ only in letter case."
+        case .filesNormalizationDuplicate: "Two entries differ only in Unicode normalization (NFC/NFD)."
+        case .filesNotFound: "A listed file is not present under Contents/."
+        case .filesNotRegular: "A listed path is a folder, symlink or special file, not a regular file."
+        case .filesUnlisted: "A file under Contents/ is not listed in Files, so installers skip it."
+        case .symlinkEscapes: "A symlink points outside the package."
+        case .symlink: "A symlink inside the package (installers may not preserve it)."
+        case .hardlinkEscapes: "A hard link refers to an entry outside the package."
+        case .hardlink: "A hard link inside the package."
+        case .specialFile: "A device, fifo or socket."
+        case .executable: "A native executable (Mach-O, fat Mach-O, ELF or PE), which hosted content may not carry."
+        case .script: "A file starting with '#!' (a script)."
+        case .junk: "Operating system junk (.DS_Store, __MACOSX/, ._*, Thumbs.db)."
+        case .caseCollision: "Two paths that collide on a case-insensitive file system."
+        case .normalizationCollision: "Two paths that differ only in Unicode normalization."
+        case .nonUTF8Name: "A name that is not valid UTF-8."
+        case .longPath: "A name component over 255 bytes or a path over 1024 bytes."
+        case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size)."
+        case .unsafePermissions: "A setuid, setgid or world-writable entry (installed files get 0644/0755)."
+        case .unsafePath: "An archive entry name that is absolute, has '..', a backslash or a drive letter."
+        case .duplicateEntry: "Two archive entries with the same name."
+        case .encrypted: "An encrypted archive entry."
+        case .corrupt: "The archive is damaged: checksum mismatch, truncated or inconsistent."
+        case .unsupportedFormat: "Not a zip, tar (plain, gzip, bzip2, xz, zstd) or xar archive."
+        case .multipleRoots: "The archive holds more than one package root, or no recognisable root."
+        case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb)."
+        case .limitExceeded: "The archive exceeds an entry-count or size limit."
+        case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
+        case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
+        case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."
+        case .sizeMismatch: "A file's size differs from its record."
+        case .digestMismatch: "A file's SHA-256 differs from its record."
+        }
+    }
+}

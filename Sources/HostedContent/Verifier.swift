@@ -1,0 +1,356 @@
+import Digest
+import Foundation
+import PropertyList
+
+/// Settings for `Verifier`.
+public struct VerifyOptions: Sendable {
+    /// Largest total content size: the 2 GB that App Store hosted content allowed.
+    public static let defaultMaxSize: Int64 = 2_000_000_000
+
+    public var maxSize: Int64
+    public var limits: ReadLimits
+
+    public init(maxSize: Int64 = VerifyOptions.defaultMaxSize, limits: ReadLimits = ReadLimits()) {
+        self.maxSize = maxSize
+        self.limits = limits
+    }
+}
+
+/// The outcome of verifying one package: every problem found, and what the package is.
+public struct VerificationReport: Sendable {
+    public var problems: ProblemList
+    /// The parsed plist, when it could be read.
+    public var contentInfo: ContentInfo?
+    /// Number of paths in Files (0 when absent).
+    public var listedFileCount: Int
+    /// Regular files under Contents/, and their total size.
+    public var contentFileCount: Int
+    public var contentBytes: Int64
+    public var snapshot: PackageSnapshot
+
+    /// Valid when there is no error (and, with `strict`, no warning either).
+    public func isValid(strict: Bool = false) -> Bool {
+        strict ? problems.problems.isEmpty : !problems.hasErrors
+    }
+}
+
+/// Runs every rule of docs/rules.md over a package and reports all problems at once.
+public enum Verifier {
+    static let contentsFolder = "Contents"
+    static let contentsPrefix = "Contents/"
+
+    /// Verifies a package folder or archive.
+    /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
+    public static func verify(_ path: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError) -> VerificationReport {
+        var hashPolicy: (String) -> Bool = { _ in false }
+        if try FileSystem.status(path)?.kind == .directory {
+            // Hash only what the plist records a digest for; nothing to prove otherwise.
+            let plistPath = path + "/" + ContentInfo.fileName
+            if try FileSystem.status(plistPath)?.kind == .file,
+                let bytes = try? FileSystem.readFile(plistPath, limit: options.limits.plist.maxBytes),
+                let info = try? ContentInfo.decode(bytes, limits: options.limits.plist),
+                let records = try? info.parseIntegrity()
+            {
+                let recorded = Set(records.keys.map { contentsPrefix + $0 })
+                hashPolicy = { recorded.contains($0) }
+            }
+        }
+        let snapshot = try PackageScanner.scan(path, limits: options.limits, hashFolderFiles: hashPolicy)
+        return check(snapshot, options: options)
+    }
+
+    /// Applies the rules to a snapshot already read.
+    public static func check(_ snapshot: PackageSnapshot, options: VerifyOptions = VerifyOptions()) -> VerificationReport {
+        var checker = RuleChecker(snapshot: snapshot, options: options)
+        checker.run()
+        return VerificationReport(
+            problems: checker.problems, contentInfo: checker.contentInfo, listedFileCount: checker.listed.count,
+            contentFileCount: checker.contentFileCount, contentBytes: checker.contentBytes, snapshot: snapshot)
+    }
+}
+
+/// One pass of the rules over a snapshot. Lookups are by dictionary, so cost grows linearly with entries.
+private struct RuleChecker {
+    let snapshot: PackageSnapshot
+    let options: VerifyOptions
+    var problems = ProblemList()
+    var contentInfo: ContentInfo?
+    var listed: [String] = []
+    var contentFileCount = 0
+    var contentBytes: Int64 = 0
+    var entryByPath: [String: PackageEntry] = [:]
+    /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
+    var impliedFolders: Set<String> = []
+
+    init(snapshot: PackageSnapshot, options: VerifyOptions) {
+        self.snapshot = snapshot
+        self.options = options
+        for entry in snapshot.entries {
+            entryByPath[entry.path] = entry
+            var parent = Substring(entry.path)
+            while let slash = parent.lastIndex(of: "/") {
+                parent = parent[..<slash]
+                if !impliedFolders.insert(String(parent)).inserted { break }
+            }
+        }
+    }
+
+    mutating func run() {
+        problems.append(contentsOf: snapshot.scanProblems)
+        checkStructure()
+        checkPlist()
+        checkFilesList()
+        checkContent()
+        checkIntegrity()
+    }
+
+    func isFolder(_ path: String) -> Bool {
+        entryByPath[path]?.kind == .directory || (entryByPath[path] == nil && impliedFolders.contains(path))
+    }
+
+    // MARK: Structure
+
+    mutating func checkStructure() {
+        let plist = entryByPath[ContentInfo.fileName]
+        if let plist, plist.kind != .file {
+            problems.add(.plistNotFile, path: ContentInfo.fileName, "ContentInfo.plist is a \(plist.kind.noun); it must be a regular file")
+        } else if plist == nil && snapshot.isComplete && !snapshot.scanProblems.rules.contains(.multipleRoots) {
+            problems.add(.missingPlist, path: ContentInfo.fileName, "no ContentInfo.plist at the package root; create one (hcpack init) next to Contents/")
+        }
+        if let contents = entryByPath[Verifier.contentsFolder], contents.kind != .directory {
+            problems.add(.contentsNotFolder, path: Verifier.contentsFolder, "Contents is a \(contents.kind.noun); it must be a folder")
+        } else if !isFolder(Verifier.contentsFolder) && snapshot.isComplete {
+            problems.add(.missingContents, path: Verifier.contentsPrefix, "no Contents/ folder at the package root; put the content files in Contents/")
+        }
+        for entry in snapshot.entries where !entry.path.contains("/") {
+            if entry.path == ContentInfo.fileName || entry.path == Verifier.contentsFolder || PackagePath.isJunk(entry.path) { continue }
+            problems.add(.strayEntry, path: entry.path, "only ContentInfo.plist and Contents/ belong at the package root; move it under Contents/ or remove it")
+        }
+    }
+
+    // MARK: ContentInfo.plist
+
+    mutating func checkPlist() {
+        guard let bytes = snapshot.contentInfoBytes else { return }
+        let value: PlistValue
+        do {
+            value = try PropertyList.decode(bytes, limits: options.limits.plist).value
+        } catch {
+            problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist: \(error); fix the plist so it parses")
+            return
+        }
+        guard case .dictionary(let dictionary) = value else {
+            problems.add(.plistNotDictionary, path: ContentInfo.fileName, "the top-level value is a \(value.typeName); ContentInfo.plist must hold a dictionary")
+            return
+        }
+        let info = ContentInfo(dictionary: dictionary)
+        contentInfo = info
+
+        switch dictionary[ContentInfo.productIdentifierKey] {
+        case nil:
+            problems.add(.plistMissingKey, path: ContentInfo.fileName, "IAPProductIdentifier is missing; add the product's identifier (e.g. com.example.levels)")
+        case .string(let identifier)?:
+            if !Self.isValidProductIdentifier(identifier) {
+                problems.add(
+                    .productIdentifierSyntax, path: ContentInfo.fileName,
+                    "IAPProductIdentifier '\(PackagePath.printable(identifier))' must be 1 to 100 letters, digits, '.', '-' or '_'")
+            }
+        case let other?:
+            problems.add(.plistWrongType, path: ContentInfo.fileName, "IAPProductIdentifier is a \(other.typeName); make it a string")
+        }
+
+        switch dictionary[ContentInfo.contentVersionKey] {
+        case nil:
+            problems.add(.plistMissingKey, path: ContentInfo.fileName, "ContentVersion is missing; add it as a string such as 1.0")
+        case .string(let version)?:
+            if ContentVersion(version) == nil {
+                problems.add(
+                    .contentVersionSyntax, path: ContentInfo.fileName,
+                    "ContentVersion '\(PackagePath.printable(version))' must be integers separated by periods (1, 1.0, 2.10.3)")
+            }
+        case let other?:
+            problems.add(.plistWrongType, path: ContentInfo.fileName, "ContentVersion is a \(other.typeName); make it a string such as \"1.0\"")
+        }
+
+        switch dictionary[ContentInfo.filesKey] {
+        case nil:
+            problems.add(.filesKeyMissing, path: ContentInfo.fileName, "no Files array: installers that copy the listed files will copy nothing; hcpack build can generate it")
+        case .array(let values)?:
+            for (index, value) in values.enumerated() {
+                if let path = value.stringValue {
+                    listed.append(path)
+                } else {
+                    problems.add(.plistWrongType, path: ContentInfo.fileName, "Files item \(index) is a \(value.typeName); every item must be a path string")
+                }
+            }
+        case let other?:
+            problems.add(.plistWrongType, path: ContentInfo.fileName, "Files is a \(other.typeName); make it an array of path strings")
+        }
+    }
+
+    static func isValidProductIdentifier(_ identifier: String) -> Bool {
+        let bytes = identifier.utf8
+        guard (1...100).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+    }
+
+    // MARK: Files
+
+    mutating func checkFilesList() {
+        var seenExact: Set<String> = []
+        var seenFolded: [String: String] = [:]
+        var seenNormalized: [String: String] = [:]
+        for path in listed {
+            let syntax = PackagePath.filesEntryProblems(path)
+            for (rule, message) in syntax { problems.add(rule, path: path, message) }
+            if !seenExact.insert(path).inserted {
+                problems.add(.filesDuplicate, path: path, "'\(path)' is listed more than once; list each file once")
+                continue
+            }
+            let normalized = PackagePath.normalizationKey(path)
+            if let earlier = seenNormalized[normalized] {
+                problems.add(.filesNormalizationDuplicate, path: path, "'\(path)' and '\(earlier)' differ only in Unicode normalization (NFC/NFD); keep one")
+            } else {
+                seenNormalized[normalized] = path
+                let folded = PackagePath.foldKey(path)
+                if let earlier = seenFolded[folded] {
+                    problems.add(.filesCaseDuplicate, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; keep one")
+                } else {
+                    seenFolded[folded] = path
+                }
+            }
+            guard syntax.isEmpty else { continue }
+            let full = Verifier.contentsPrefix + path
+            if let entry = entryByPath[full] {
+                if entry.kind != .file {
+                    problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
+                }
+            } else if impliedFolders.contains(full) {
+                problems.add(.filesNotRegular, path: full, "listed in Files but is a folder; list the files inside it instead")
+            } else if snapshot.isComplete {
+                problems.add(.filesNotFound, path: full, "listed in Files but not present under Contents/; add the file or remove it from Files")
+            }
+        }
+        if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
+            for entry in snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
+                let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
+                if !seenExact.contains(relative) && !PackagePath.isJunk(entry.path) {
+                    problems.add(.filesUnlisted, path: entry.path, "not listed in Files, so installers skip it; list it or remove it")
+                }
+            }
+        }
+    }
+
+    // MARK: Content
+
+    mutating func checkContent() {
+        var folded: [String: String] = [:]
+        var normalized: [String: String] = [:]
+        var totalBytes: Int64 = 0
+        for entry in snapshot.entries {
+            let path = entry.path
+            if entry.kind == .file {
+                totalBytes += entry.size
+                if path.hasPrefix(Verifier.contentsPrefix) {
+                    contentFileCount += 1
+                    contentBytes += entry.size
+                }
+            }
+            if !entry.nameIsUTF8 {
+                problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
+            }
+            let components = path.split(separator: "/")
+            if path.utf8.count > PackagePath.maxPathBytes || components.contains(where: { $0.utf8.count > PackagePath.maxComponentBytes }) {
+                problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
+            }
+            if PackagePath.isJunk(path) {
+                // Report the junk folder once, not every file inside it.
+                let parentIsJunk = components.count > 1 && PackagePath.isJunk(components.dropLast().joined(separator: "/"))
+                if !parentIsJunk {
+                    problems.add(.junk, path: path, "operating system junk; leave it out of the package (hcpack build does)")
+                }
+            }
+            let normalizedKey = PackagePath.normalizationKey(path)
+            if let earlier = normalized[normalizedKey] {
+                problems.add(.normalizationCollision, path: path, "'\(path)' and '\(earlier)' differ only in Unicode normalization and are the same file on Apple file systems; rename one")
+            } else {
+                normalized[normalizedKey] = path
+                let foldedKey = PackagePath.foldKey(path)
+                if let earlier = folded[foldedKey] {
+                    problems.add(.caseCollision, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; rename one")
+                } else {
+                    folded[foldedKey] = path
+                }
+            }
+            if entry.permissions & 0o6000 != 0 || (entry.permissions & 0o002 != 0 && entry.kind != .symlink) {
+                problems.add(.unsafePermissions, path: path, String(format: "mode %04o is setuid, setgid or world-writable; installed files get 0644 or 0755", entry.permissions))
+            }
+            switch entry.kind {
+            case .symlink:
+                let target = entry.linkTarget ?? ""
+                if PackagePath.resolveLink(target: target, from: path) == nil {
+                    problems.add(.symlinkEscapes, path: path, "symlink to '\(target)' points outside the package; replace it with the file itself")
+                } else {
+                    problems.add(.symlink, path: path, "symlink to '\(target)'; installers copy regular files, so replace it with the file itself")
+                }
+            case .hardlink:
+                let target = entry.linkTarget ?? "/"
+                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || entryByPath[target] == nil {
+                    problems.add(.hardlinkEscapes, path: path, "hard link to '\(target)', which is not an entry of this package; store the file itself")
+                } else {
+                    problems.add(.hardlink, path: path, "hard link to '\(target)'; store the file itself so every extractor gets a regular file")
+                }
+            case .device, .fifo, .socket, .unknown:
+                problems.add(.specialFile, path: path, "a \(entry.kind.noun) cannot be hosted content; remove it")
+            case .file:
+                switch entry.executable {
+                case .script?:
+                    problems.add(.script, path: path, "starts with '#!' (a script); hosted content may not carry code")
+                case let kind?:
+                    problems.add(.executable, path: path, "a \(kind.rawValue) executable; hosted content may not carry native code, remove it")
+                case nil:
+                    break
+                }
+            case .directory:
+                break
+            }
+        }
+        if totalBytes > options.maxSize {
+            problems.add(.tooLarge, path: "", "the content is \(totalBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
+        }
+    }
+
+    // MARK: Integrity
+
+    mutating func checkIntegrity() {
+        guard let info = contentInfo else { return }
+        let records: [String: FileRecord]
+        do {
+            guard let parsed = try info.parseIntegrity() else { return }
+            records = parsed
+        } catch {
+            problems.add(.integrityMalformed, path: ContentInfo.fileName, "\(ContentInfo.integrityKey) '\(error.path)': \(error.message)")
+            return
+        }
+        let listedSet = Set(listed)
+        for path in listed {
+            let full = Verifier.contentsPrefix + path
+            guard let entry = entryByPath[full], entry.kind == .file else { continue }
+            guard let record = records[path] else {
+                problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
+                continue
+            }
+            if entry.size != record.size {
+                problems.add(.sizeMismatch, path: full, "is \(entry.size) bytes but the plist records \(record.size); the file changed after the build, rebuild or restore it")
+            } else if let digest = entry.sha256, digest.hexString != record.sha256 {
+                problems.add(.digestMismatch, path: full, "SHA-256 \(digest.hexString) differs from the recorded \(record.sha256); the file changed after the build, rebuild or restore it")
+            }
+        }
+        for path in records.keys.sorted() where !listedSet.contains(path) {
+            problems.add(.integrityStrayRecord, path: Verifier.contentsPrefix + path, "\(ContentInfo.integrityKey) has a record for a file that Files does not list; rebuild the package")
+        }
+    }
+}
