@@ -25,11 +25,12 @@ let package = Package(
         .target(name: "HCPackCLI", dependencies: ["HostedContent"]),
         .executableTarget(name: "hcpack", dependencies: ["HCPackCLI"]),
 
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ArchiveIOTests", dependencies: ["ArchiveIO"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
-        .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest"]),
-        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO"]),
+        .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest", "TestSupport"]),
+        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack"]),
     ],
     swiftLanguageModes: [.v6]
 )

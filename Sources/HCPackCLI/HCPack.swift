@@ -24,7 +24,9 @@ protocol Command {
 public enum HCPack {
     public static let version = "0.1.0"
 
-    static var commands: [any Command.Type] { [VerifyCommand.self] }
+    static var commands: [any Command.Type] {
+        [InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, RulesCommand.self]
+    }
 
     static var specs: [CommandSpec] { commands.map { $0.spec } }
 

@@ -1,4 +1,5 @@
 import HostedContent
+import TestSupport
 import Testing
 
 @Suite("ContentVersion")

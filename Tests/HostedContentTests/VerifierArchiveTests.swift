@@ -1,5 +1,6 @@
 import ArchiveIO
 import HostedContent
+import TestSupport
 import Testing
 
 /// Archive formats that hcpack reads, each made by an independent tool.

@@ -1,5 +1,6 @@
 import Foundation
 import HostedContent
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

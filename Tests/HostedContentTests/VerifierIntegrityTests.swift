@@ -1,5 +1,6 @@
 import Digest
 import HostedContent
+import TestSupport
 import Testing
 
 /// A plist body recording size and SHA-256 of each sample file, with optional overrides.

@@ -6,12 +6,12 @@ import Glibc
 #endif
 
 /// A temporary folder for one test, removed when the test ends.
-final class TemporaryFolder {
-    let path: String
+public final class TemporaryFolder {
+    public let path: String
 
-    init() {
+    public init() {
         var template = Array((NSTemporaryDirectory() + "/hcpack-test-XXXXXX").utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress) }
+        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         path = created.map { String(cString: $0) } ?? NSTemporaryDirectory() + "/hcpack-test-\(UUID().uuidString)"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
@@ -19,11 +19,11 @@ final class TemporaryFolder {
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
     /// Absolute path of `relative` inside the folder.
-    func url(_ relative: String) -> String { relative.isEmpty ? path : path + "/" + relative }
+    public func url(_ relative: String) -> String { relative.isEmpty ? path : path + "/" + relative }
 
     /// Writes a file, creating its parent folders.
     @discardableResult
-    func write(_ relative: String, _ bytes: [UInt8]) -> String {
+    public func write(_ relative: String, _ bytes: [UInt8]) -> String {
         let full = url(relative)
         try? FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: full, contents: Data(bytes))
@@ -31,20 +31,20 @@ final class TemporaryFolder {
     }
 
     @discardableResult
-    func write(_ relative: String, _ text: String) -> String { write(relative, Array(text.utf8)) }
+    public func write(_ relative: String, _ text: String) -> String { write(relative, Array(text.utf8)) }
 
-    func makeFolder(_ relative: String) {
+    public func makeFolder(_ relative: String) {
         try? FileManager.default.createDirectory(atPath: url(relative), withIntermediateDirectories: true)
     }
 
-    func remove(_ relative: String) { try? FileManager.default.removeItem(atPath: url(relative)) }
+    public func remove(_ relative: String) { try? FileManager.default.removeItem(atPath: url(relative)) }
 
-    func read(_ relative: String) -> [UInt8]? { FileManager.default.contents(atPath: url(relative)).map { Array($0) } }
+    public func read(_ relative: String) -> [UInt8]? { FileManager.default.contents(atPath: url(relative)).map { Array($0) } }
 }
 
 /// Runs a program and returns its exit status and output.
 @discardableResult
-func run(_ executable: String, _ arguments: [String], in directory: String? = nil, input: String? = nil) -> (status: Int32, output: String) {
+public func run(_ executable: String, _ arguments: [String], in directory: String? = nil, input: String? = nil) -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/env")
     process.arguments = executable.hasPrefix("/") ? arguments : [executable] + arguments
@@ -64,12 +64,12 @@ func run(_ executable: String, _ arguments: [String], in directory: String? = ni
 
 /// Runs a Python script (fixtures that need exact archive bytes).
 @discardableResult
-func python(_ script: String, in directory: String) -> (status: Int32, output: String) {
+public func python(_ script: String, in directory: String) -> (status: Int32, output: String) {
     run("python3", ["-c", script], in: directory)
 }
 
 /// XML for a ContentInfo.plist with the given keys (values already XML).
-func plistXML(_ body: String) -> String {
+public func plistXML(_ body: String) -> String {
     """
     <?xml version="1.0" encoding="UTF-8"?>
     <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -82,16 +82,16 @@ func plistXML(_ body: String) -> String {
     """
 }
 
-func filesXML(_ files: [String]) -> String {
+public func filesXML(_ files: [String]) -> String {
     "<key>Files</key><array>" + files.map { "<string>\(xmlEscape($0))</string>" }.joined() + "</array>"
 }
 
-func xmlEscape(_ text: String) -> String {
+public func xmlEscape(_ text: String) -> String {
     text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
 }
 
 /// The files of the standard test package.
-let sampleFiles: [(String, String)] = [
+public let sampleFiles: [(String, String)] = [
     ("index.json", "{\"title\": \"Levels\"}\n"),
     ("levels/1.json", "{\"level\": 1}\n"),
     ("levels/2.json", "{\"level\": 2}\n"),
@@ -99,7 +99,7 @@ let sampleFiles: [(String, String)] = [
 ]
 
 /// Writes a valid package into `folder` (at `root`, default the folder itself).
-func writeValidPackage(in folder: TemporaryFolder, root: String = "", files: [(String, String)] = sampleFiles, extraKeys: String = "") {
+public func writeValidPackage(in folder: TemporaryFolder, root: String = "", files: [(String, String)] = sampleFiles, extraKeys: String = "") {
     let prefix = root.isEmpty ? "" : root + "/"
     for (path, text) in files { folder.write(prefix + "Contents/" + path, text) }
     folder.write(
@@ -114,7 +114,7 @@ func writeValidPackage(in folder: TemporaryFolder, root: String = "", files: [(S
 }
 
 /// Zips the contents of `source` (relative to it) into `archive` with Info-ZIP.
-func zipFolder(_ source: String, to archive: String) {
+public func zipFolder(_ source: String, to archive: String) {
     let result = run("zip", ["-qrXy", archive, "."], in: source)
     #expect(result.status == 0, "zip failed: \(result.output)")
 }
