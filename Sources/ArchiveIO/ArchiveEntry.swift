@@ -9,12 +9,13 @@ public struct ArchiveEntry: Sendable, Equatable {
     public var pathBytes: [UInt8]
     /// The name decoded as UTF-8, or nil when it is not valid UTF-8.
     public var path: String?
+    /// From `archive_entry_filetype`; `.hardlink` whenever `archive_entry_hardlink` is set.
     public var kind: ArchiveEntryKind
     /// The size the header declares, or nil when the archive does not say.
     public var declaredSize: Int64?
     /// Permission and mode bits (`0o7777` part: setuid, setgid, sticky, rwx).
     public var permissions: UInt32
-    /// Target of a symlink, or the entry a hard link refers to.
+    /// Target of a symlink, or the entry a hard link refers to; nil when absent or not valid UTF-8.
     public var linkTarget: String?
     /// True when the entry's data or metadata is encrypted.
     public var isEncrypted: Bool
@@ -23,6 +24,7 @@ public struct ArchiveEntry: Sendable, Equatable {
     /// Modification time in seconds since 1970, when set.
     public var modificationTime: Int64?
 
+    /// Builds an entry; `ArchiveReader.next()` fills these from `archive_entry_*` accessors.
     public init(
         pathBytes: [UInt8], path: String?, kind: ArchiveEntryKind, declaredSize: Int64?, permissions: UInt32,
         linkTarget: String? = nil, isEncrypted: Bool = false, isSparse: Bool = false, modificationTime: Int64? = nil

@@ -1,5 +1,6 @@
 /// A failure reading or writing an archive, with libarchive's own message.
 public struct ArchiveError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, stable for callers to switch on.
     public enum Code: String, Sendable {
         /// The input is not an archive in a format we read (or is an unsupported one such as RAR, 7z, ISO).
         case unsupportedFormat
@@ -15,16 +16,20 @@ public struct ArchiveError: Error, Sendable, Equatable, CustomStringConvertible 
         case usage
     }
 
+    /// The kind of failure.
     public var code: Code
+    /// What happened, with libarchive's own words where it gave any (`archive_error_string`).
     public var message: String
     /// The `errno` value behind an `.io` failure, when known.
     public var errno: Int32?
 
+    /// Builds an error; `errno` only for `.io` failures with a known cause.
     public init(_ code: Code, _ message: String, errno: Int32? = nil) {
         self.code = code
         self.message = message
         self.errno = errno
     }
 
+    /// The message.
     public var description: String { message }
 }

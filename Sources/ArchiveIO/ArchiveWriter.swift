@@ -1,25 +1,44 @@
+internal import CArchive
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 /// The archive formats hcpack writes.
 public enum ArchiveWriteFormat: String, Sendable {
+    /// Zip (`archive_write_set_format_zip`); zip64 extensions appear only when an entry needs them.
     case zip
+    /// Restricted pax tar (`archive_write_set_format_pax_restricted`) compressed with gzip
+    /// (`archive_write_add_filter_gzip`, without a timestamp in the gzip header).
     case tarGzip
 }
 
 /// How one zip entry's data is stored.
 public enum EntryCompression: String, Sendable {
+    /// Data as is (`archive_write_zip_set_compression_store`).
     case store
+    /// Deflate (`archive_write_zip_set_compression_deflate`).
     case deflate
 }
 
 /// The header of an entry to write. Everything host-specific is fixed by the writer: uid/gid 0, no names.
 public struct ArchiveWriteEntry: Sendable {
+    /// The name, stored as UTF-8 (zip sets its UTF-8 flag for non-ASCII names; pax adds a `path` record).
     public var path: String
     /// `.file` or `.directory`.
     public var kind: ArchiveEntryKind
+    /// Exact number of bytes that `write` will supply (files only).
     public var size: Int64
+    /// Mode bits; only `0o7777` is kept.
     public var permissions: UInt32
+    /// Seconds since 1970; the nanosecond part is always 0.
     public var modificationTime: Int64
+    /// Zip only; tar.gz compresses the whole stream.
     public var compression: EntryCompression
 
+    /// Describes one entry; `size` is required for files and must be 0 for directories.
     public init(
         path: String, kind: ArchiveEntryKind, size: Int64 = 0, permissions: UInt32, modificationTime: Int64,
         compression: EntryCompression = .deflate
@@ -34,24 +53,173 @@ public struct ArchiveWriteEntry: Sendable {
 }
 
 /// Writes a reproducible archive to an open file descriptor: the same calls give the same bytes.
+///
+/// Fixed by the writer: uid and gid 0, no user or group names, no atime/ctime/birthtime, mtime with
+/// nanoseconds 0, no gzip timestamp, no padding after the last byte (`archive_write_set_bytes_in_last_block`
+/// 1), names converted through a pinned UTF-8 locale rather than the host's.
+///
+/// Zip caveat: libarchive fills each entry's MS-DOS date and time with `localtime_r`, so zip bytes depend on
+/// the process time zone (`TZ`). For identical zips across hosts, run with `TZ=UTC0` (set it in `main`
+/// before any thread starts). The zip also carries an "UT" extra field (mtime, UTC) and a "ux" extra field
+/// (uid 0, gid 0). Deflate output depends on the zlib version.
+///
+/// Not thread-safe: use one writer from one task at a time.
 public final class ArchiveWriter {
+    /// The `struct archive *`; nil once `finish()` has freed it.
+    private var archive: OpaquePointer?
+    private let format: ArchiveWriteFormat
+
+    private enum State {
+        case ready
+        /// A file entry is open and expects `remaining` more bytes.
+        case inFile(path: String, remaining: Int64)
+        case finished
+        case failed(ArchiveError)
+    }
+    private var state = State.ready
+
     /// Starts an archive on `fileDescriptor` (`archive_write_open_fd`); the caller owns and closes the descriptor.
     public init(fileDescriptor: Int32, format: ArchiveWriteFormat) throws(ArchiveError) {
-        throw ArchiveError(.usage, "not implemented yet")
+        self.format = format
+        guard let archive = archive_write_new() else {
+            throw ArchiveError(.io, "archive_write_new failed (out of memory)", errno: ENOMEM)
+        }
+        self.archive = archive
+        try withArchiveLocale { () throws(ArchiveError) in
+            switch format {
+            case .zip:
+                try check(archive_write_set_format_zip(archive), archive, "selecting zip", as: .usage)
+            case .tarGzip:
+                try check(archive_write_set_format_pax_restricted(archive), archive, "selecting pax", as: .usage)
+                try check(archive_write_add_filter_gzip(archive), archive, "adding gzip", as: .usage)
+                // Without this the gzip header carries the current time.
+                try check(
+                    archive_write_set_filter_option(archive, "gzip", "timestamp", nil), archive,
+                    "disabling the gzip timestamp", as: .usage)
+            }
+            // No padding to a 10240-byte block: the archive ends with its last byte.
+            try check(archive_write_set_bytes_in_last_block(archive, 1), archive, "setting block padding", as: .usage)
+            try check(archive_write_open_fd(archive, fileDescriptor), archive, "opening the output", as: .io)
+        }
+    }
+
+    deinit {
+        guard let archive else { return }
+        // Not finished: mark the archive failed so that archive_write_free does not write a trailer that
+        // would make a partial archive look complete.
+        archive_write_fail(archive)
+        archive_write_free(archive)
     }
 
     /// Writes an entry header (`archive_write_header`); a file's data follows through `write`.
+    ///
+    /// For zip, the entry's compression is chosen just before the header with
+    /// `archive_write_zip_set_compression_store`/`_deflate` (the "compression" format option cannot be
+    /// changed once the archive is open).
+    /// - Throws: `.usage` for a kind other than `.file`/`.directory`, a bad path or size, or when the previous
+    ///   file did not get all its bytes; `.io` when writing fails.
     public func begin(_ entry: ArchiveWriteEntry) throws(ArchiveError) {
-        throw ArchiveError(.usage, "not implemented yet")
+        let archive = try usable()
+        if case .inFile(let path, let remaining) = state, remaining > 0 {
+            throw ArchiveError(.usage, "entry '\(path)' is missing \(remaining) bytes of its declared size")
+        }
+        guard entry.kind == .file || entry.kind == .directory else {
+            throw ArchiveError(.usage, "cannot write '\(entry.path)': only files and directories are written")
+        }
+        guard !entry.path.isEmpty, !entry.path.utf8.contains(0) else {
+            throw ArchiveError(.usage, "entry path must be non-empty and contain no NUL byte")
+        }
+        guard entry.size >= 0, entry.kind == .file || entry.size == 0 else {
+            throw ArchiveError(.usage, "entry '\(entry.path)' has an invalid size \(entry.size)")
+        }
+        guard let header = archive_entry_new() else {
+            throw ArchiveError(.io, "archive_entry_new failed (out of memory)", errno: ENOMEM)
+        }
+        defer { archive_entry_free(header) }
+        try failing { () throws(ArchiveError) in
+            try withArchiveLocale { () throws(ArchiveError) in
+                archive_entry_set_pathname_utf8(header, entry.path)
+                archive_entry_set_filetype(header, entry.kind == .directory ? 0o040000 : 0o100000)  // AE_IFDIR/REG
+                archive_entry_set_perm(header, mode_t(entry.permissions & 0o7777))
+                if entry.kind == .file { archive_entry_set_size(header, entry.size) }
+                archive_entry_set_mtime(header, time_t(entry.modificationTime), 0)
+                archive_entry_set_uid(header, 0)
+                archive_entry_set_gid(header, 0)
+                if format == .zip {
+                    let rc =
+                        entry.compression == .store
+                        ? archive_write_zip_set_compression_store(archive)
+                        : archive_write_zip_set_compression_deflate(archive)
+                    try check(rc, archive, "choosing compression for '\(entry.path)'", as: .usage)
+                }
+                try check(archive_write_header(archive, header), archive, "writing header of '\(entry.path)'", as: .io)
+            }
+        }
+        state = entry.kind == .file ? .inFile(path: entry.path, remaining: entry.size) : .ready
     }
 
-    /// Writes data for the current file entry (`archive_write_data`).
+    /// Writes data for the current file entry (`archive_write_data`, repeated until every byte is taken).
+    /// - Throws: `.usage` without a current file or past its declared size; `.io` (with `errno`, e.g.
+    ///   `ENOSPC`) when the output fails. Buffered output may fail only in a later `write` or in `finish`.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(ArchiveError) {
-        throw ArchiveError(.usage, "not implemented yet")
+        let archive = try usable()
+        guard case .inFile(let path, let remaining) = state else {
+            throw ArchiveError(.usage, "write called without a current file entry")
+        }
+        guard Int64(bytes.count) <= remaining else {
+            throw ArchiveError(.usage, "'\(path)' gets more bytes than its declared size")
+        }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        try failing { () throws(ArchiveError) in
+            var offset = 0
+            while offset < bytes.count {
+                let written = withArchiveLocale { archive_write_data(archive, base + offset, bytes.count - offset) }
+                if written < 0 {
+                    throw ArchiveError(libarchive: archive, code: .io, operation: "writing data of '\(path)'")
+                }
+                if written == 0 {
+                    throw ArchiveError(.io, "writing data of '\(path)': libarchive accepted no bytes")
+                }
+                offset += written
+            }
+        }
+        state = .inFile(path: path, remaining: remaining - Int64(bytes.count))
     }
 
-    /// Finishes the archive (`archive_write_close`); nothing may be written afterwards.
+    /// Finishes the archive (`archive_write_close`, then `archive_write_free`); nothing may be written afterwards.
+    /// - Throws: `.usage` when the last file did not get all its bytes; `.io` when flushing fails.
     public func finish() throws(ArchiveError) {
-        throw ArchiveError(.usage, "not implemented yet")
+        let archive = try usable()
+        if case .inFile(let path, let remaining) = state, remaining > 0 {
+            throw ArchiveError(.usage, "entry '\(path)' is missing \(remaining) bytes of its declared size")
+        }
+        try failing { () throws(ArchiveError) in
+            try withArchiveLocale { () throws(ArchiveError) in
+                try check(archive_write_close(archive), archive, "finishing the archive", as: .io)
+            }
+        }
+        archive_write_free(archive)
+        self.archive = nil
+        state = .finished
+    }
+
+    private func usable() throws(ArchiveError) -> OpaquePointer {
+        switch state {
+        case .failed(let error): throw error
+        case .finished: throw ArchiveError(.usage, "the archive is already finished")
+        case .ready, .inFile: break
+        }
+        guard let archive else { throw ArchiveError(.usage, "the archive is already finished") }
+        return archive
+    }
+
+    /// Runs `body`; a failure leaves the writer unusable (libarchive's state is then fatal anyway).
+    private func failing(_ body: () throws(ArchiveError) -> Void) throws(ArchiveError) {
+        do {
+            try body()
+        } catch {
+            state = .failed(error)
+            throw error
+        }
     }
 }

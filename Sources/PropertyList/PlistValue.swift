@@ -2,13 +2,21 @@ import Foundation
 
 /// A property list value, as found in ContentInfo.plist.
 public enum PlistValue: Sendable, Equatable {
+    /// `<string>`, or an ASCII, UTF-16 or UTF-8 string object.
     case string(String)
+    /// `<integer>`, a signed 64-bit value.
     case integer(Int64)
+    /// `<real>`, including NaN and the infinities.
     case real(Double)
+    /// `<true/>` or `<false/>`.
     case boolean(Bool)
+    /// `<date>`, always UTC.
     case date(Date)
+    /// `<data>`, base64 in XML.
     case data([UInt8])
+    /// `<array>`.
     case array([PlistValue])
+    /// `<dict>`, keys in document order.
     case dictionary(PlistDictionary)
 
     /// The string payload, or nil for any other type.
@@ -36,8 +44,11 @@ public enum PlistValue: Sendable, Equatable {
 public struct PlistDictionary: Sendable, Equatable {
     /// One key and its value.
     public struct Entry: Sendable, Equatable {
+        /// The key.
         public var key: String
+        /// Its value.
         public var value: PlistValue
+        /// Creates an entry.
         public init(key: String, value: PlistValue) {
             self.key = key
             self.value = value
