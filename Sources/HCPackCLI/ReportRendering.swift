@@ -9,7 +9,7 @@ enum ReportRendering {
             a.element.severity != b.element.severity ? a.element.severity < b.element.severity : a.offset < b.offset
         }.map(\.element)
         for problem in sorted {
-            let location = problem.path.isEmpty ? "" : problem.path + ": "
+            let location = problem.path.isEmpty ? "" : PackagePath.printable(problem.path) + ": "
             text += "\(problem.severity.rawValue): [\(problem.rule.rawValue)] \(location)\(problem.message)\n"
         }
         let identity = [report.contentInfo?.productIdentifier, report.contentInfo?.contentVersion].compactMap { $0 }

@@ -19,11 +19,19 @@ public enum FileSystem {
 
     /// `lstat(path)`; nil when the path does not exist.
     public static func status(_ path: String) throws(HCPackError) -> Status? {
+        try status(pathBytes: Array(path.utf8))
+    }
+
+    /// `lstat` on a raw path, for names that are not valid UTF-8.
+    public static func status(pathBytes: [UInt8]) throws(HCPackError) -> Status? {
         var info = stat()
-        guard lstat(path, &info) == 0 else {
+        let result = (pathBytes + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { lstat($0.baseAddress!, &info) }
+        }
+        guard result == 0 else {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
-            throw HCPackError.system("lstat", path: path, errno: code)
+            throw HCPackError.system("lstat", path: String(decoding: pathBytes, as: UTF8.self), errno: code)
         }
         return Status(
             kind: EntryKind(mode: UInt32(info.st_mode)), size: Int64(info.st_size),

@@ -115,3 +115,11 @@ public enum PackagePath {
         return result
     }
 }
+
+/// A path compared byte for byte. Swift's `String ==` treats NFC and NFD spellings as equal; file systems
+/// and archives do not, so lookups of entries by name use this key.
+public struct ExactPath: Hashable, Sendable {
+    public let bytes: [UInt8]
+    public init(_ path: String) { bytes = Array(path.utf8) }
+    public init<S: StringProtocol>(_ path: S) { bytes = Array(path.utf8) }
+}

@@ -58,6 +58,13 @@ public enum PackageScanner {
             for item in try FileSystem.listDirectory(absolute) {
                 let path = relative.isEmpty ? item.name : relative + "/" + item.name
                 let full = absolute + "/" + item.name
+                guard item.isUTF8 else {
+                    // Such a name cannot be spelled as a String path: report it, never open or descend into it.
+                    let raw = Array((absolute + "/").utf8) + item.nameBytes
+                    guard let status = try FileSystem.status(pathBytes: raw) else { continue }
+                    entries.append(PackageEntry(path: path, kind: status.kind, size: status.size, permissions: status.permissions, nameIsUTF8: false))
+                    continue
+                }
                 guard let status = try FileSystem.status(full) else { continue }  // vanished meanwhile
                 var entry = PackageEntry(
                     path: path, kind: status.kind, size: status.kind == .file ? status.size : 0,
@@ -120,8 +127,16 @@ public enum PackageScanner {
         let reader: ArchiveReader
         do {
             reader = try ArchiveReader(path: path, limits: limits.archive)
-        } catch {
+        } catch where error.code == .io || error.code == .usage {
             throw environmentError(error, path: path)
+        } catch {
+            // Not an archive we read at all: a finding about the input, not an environment failure.
+            var problems = ProblemList()
+            let rule: Rule = error.code == .unsupportedFormat ? .unsupportedFormat : .corrupt
+            problems.add(rule, path: "", "\(error.message); hcpack reads zip, tar (plain, gzip, bzip2, xz, zstd) and xar archives")
+            return PackageSnapshot(
+                origin: .archive(path: path, format: "unknown"), entries: [], contentInfoBytes: nil, scanProblems: problems,
+                isComplete: false)
         }
         var collector = ArchiveCollector(plistLimit: limits.plist.maxBytes)
         var complete = true
@@ -163,7 +178,7 @@ public enum PackageScanner {
 private struct ArchiveCollector {
     let plistLimit: Int
     var entries: [PackageEntry] = []
-    var indexByPath: [String: Int] = [:]
+    var indexByPath: [ExactPath: Int] = [:]
     var problems = ProblemList()
     /// ContentInfo.plist candidates by archive path ("ContentInfo.plist" or "X/ContentInfo.plist").
     var plistCandidates: [String: [UInt8]] = [:]
@@ -208,14 +223,14 @@ private struct ArchiveCollector {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
             }
         }
-        if let existing = indexByPath[name] {
+        if let existing = indexByPath[ExactPath(name)] {
             // Repeated folder entries are harmless; anything else means two different contents for one name.
             if !(entries[existing].kind == .directory && entry.kind == .directory) {
                 problems.add(.duplicateEntry, path: name, "the archive has this name twice; an extractor would keep only one of them")
             }
             return
         }
-        indexByPath[name] = entries.count
+        indexByPath[ExactPath(name)] = entries.count
         entries.append(entry)
     }
 
@@ -245,7 +260,7 @@ private struct ArchiveCollector {
         if topLevel.contains(ContentInfo.fileName) || topLevel.contains("Contents") {
             root = nil
         } else {
-            let withPlist = meaningful.filter { indexByPath[$0 + "/" + ContentInfo.fileName] != nil }.sorted()
+            let withPlist = meaningful.filter { indexByPath[ExactPath($0 + "/" + ContentInfo.fileName)] != nil }.sorted()
             if withPlist.count > 1 {
                 problems.add(
                     .multipleRoots, path: "",

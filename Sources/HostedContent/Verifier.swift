@@ -78,19 +78,19 @@ private struct RuleChecker {
     var listed: [String] = []
     var contentFileCount = 0
     var contentBytes: Int64 = 0
-    var entryByPath: [String: PackageEntry] = [:]
+    var entryByPath: [ExactPath: PackageEntry] = [:]
     /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
-    var impliedFolders: Set<String> = []
+    var impliedFolders: Set<ExactPath> = []
 
     init(snapshot: PackageSnapshot, options: VerifyOptions) {
         self.snapshot = snapshot
         self.options = options
         for entry in snapshot.entries {
-            entryByPath[entry.path] = entry
+            entryByPath[ExactPath(entry.path)] = entry
             var parent = Substring(entry.path)
             while let slash = parent.lastIndex(of: "/") {
                 parent = parent[..<slash]
-                if !impliedFolders.insert(String(parent)).inserted { break }
+                if !impliedFolders.insert(ExactPath(parent)).inserted { break }
             }
         }
     }
@@ -105,19 +105,20 @@ private struct RuleChecker {
     }
 
     func isFolder(_ path: String) -> Bool {
-        entryByPath[path]?.kind == .directory || (entryByPath[path] == nil && impliedFolders.contains(path))
+        let key = ExactPath(path)
+        return entryByPath[key]?.kind == .directory || (entryByPath[key] == nil && impliedFolders.contains(key))
     }
 
     // MARK: Structure
 
     mutating func checkStructure() {
-        let plist = entryByPath[ContentInfo.fileName]
+        let plist = entryByPath[ExactPath(ContentInfo.fileName)]
         if let plist, plist.kind != .file {
             problems.add(.plistNotFile, path: ContentInfo.fileName, "ContentInfo.plist is a \(plist.kind.noun); it must be a regular file")
         } else if plist == nil && snapshot.isComplete && !snapshot.scanProblems.rules.contains(.multipleRoots) {
             problems.add(.missingPlist, path: ContentInfo.fileName, "no ContentInfo.plist at the package root; create one (hcpack init) next to Contents/")
         }
-        if let contents = entryByPath[Verifier.contentsFolder], contents.kind != .directory {
+        if let contents = entryByPath[ExactPath(Verifier.contentsFolder)], contents.kind != .directory {
             problems.add(.contentsNotFolder, path: Verifier.contentsFolder, "Contents is a \(contents.kind.noun); it must be a folder")
         } else if !isFolder(Verifier.contentsFolder) && snapshot.isComplete {
             problems.add(.missingContents, path: Verifier.contentsPrefix, "no Contents/ folder at the package root; put the content files in Contents/")
@@ -200,13 +201,13 @@ private struct RuleChecker {
     // MARK: Files
 
     mutating func checkFilesList() {
-        var seenExact: Set<String> = []
+        var seenExact: Set<ExactPath> = []
         var seenFolded: [String: String] = [:]
         var seenNormalized: [String: String] = [:]
         for path in listed {
             let syntax = PackagePath.filesEntryProblems(path)
             for (rule, message) in syntax { problems.add(rule, path: path, message) }
-            if !seenExact.insert(path).inserted {
+            if !seenExact.insert(ExactPath(path)).inserted {
                 problems.add(.filesDuplicate, path: path, "'\(path)' is listed more than once; list each file once")
                 continue
             }
@@ -224,11 +225,11 @@ private struct RuleChecker {
             }
             guard syntax.isEmpty else { continue }
             let full = Verifier.contentsPrefix + path
-            if let entry = entryByPath[full] {
+            if let entry = entryByPath[ExactPath(full)] {
                 if entry.kind != .file {
                     problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
                 }
-            } else if impliedFolders.contains(full) {
+            } else if impliedFolders.contains(ExactPath(full)) {
                 problems.add(.filesNotRegular, path: full, "listed in Files but is a folder; list the files inside it instead")
             } else if snapshot.isComplete {
                 problems.add(.filesNotFound, path: full, "listed in Files but not present under Contents/; add the file or remove it from Files")
@@ -237,7 +238,7 @@ private struct RuleChecker {
         if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
             for entry in snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
                 let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
-                if !seenExact.contains(relative) && !PackagePath.isJunk(entry.path) {
+                if !seenExact.contains(ExactPath(relative)) && !PackagePath.isJunk(entry.path) {
                     problems.add(.filesUnlisted, path: entry.path, "not listed in Files, so installers skip it; list it or remove it")
                 }
             }
@@ -298,7 +299,7 @@ private struct RuleChecker {
                 }
             case .hardlink:
                 let target = entry.linkTarget ?? "/"
-                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || entryByPath[target] == nil {
+                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || entryByPath[ExactPath(target)] == nil {
                     problems.add(.hardlinkEscapes, path: path, "hard link to '\(target)', which is not an entry of this package; store the file itself")
                 } else {
                     problems.add(.hardlink, path: path, "hard link to '\(target)'; store the file itself so every extractor gets a regular file")
@@ -338,7 +339,7 @@ private struct RuleChecker {
         let listedSet = Set(listed)
         for path in listed {
             let full = Verifier.contentsPrefix + path
-            guard let entry = entryByPath[full], entry.kind == .file else { continue }
+            guard let entry = entryByPath[ExactPath(full)], entry.kind == .file else { continue }
             guard let record = records[path] else {
                 problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
                 continue

@@ -15,6 +15,9 @@ private enum LibXML2Setup {
 private final class ParseGuard {
     /// Why the hooks stopped the parser, if they did.
     var refusal: PlistError?
+    /// libxml2's first error: later ones are usually knock-on effects ("premature end of data").
+    /// Copied out at once: libxml2 frees the message when the next error arrives.
+    var firstError: LibXMLError?
     /// Deepest element nesting allowed before the parser is stopped.
     let maxElementDepth: Int32
     /// libxml2's own SAX2 handlers, which the hooks call after their checks.
@@ -43,6 +46,21 @@ private final class ParseGuard {
             state.refusal = error
         }
         xmlStopParser(ctxt)
+    }
+}
+
+/// The parts of an `xmlError` we report, copied into Swift values.
+private struct LibXMLError {
+    var code: Int32
+    var message: String
+    var line: Int32
+    var int2: Int32
+
+    init(_ error: xmlError) {
+        code = error.code
+        message = error.message.map { String(cString: $0) } ?? "malformed XML"
+        line = error.line
+        int2 = error.int2
     }
 }
 
@@ -96,7 +114,7 @@ struct XMLPlistReader {
             throw refusal
         }
         guard let document, ctxt.pointee.wellFormed != 0 else {
-            throw lastError(ctxt)
+            throw describe(state.firstError ?? LibXMLError(ctxt.pointee.lastError))
         }
         if let subset = document.pointee.intSubset, subset.pointee.children != nil {
             throw PlistError(.forbidden, "DOCTYPE declarations are not allowed in a property list",
@@ -123,7 +141,10 @@ struct XMLPlistReader {
         ctxt.pointee._private = opaque
         guard let sax = ctxt.pointee.sax else { return }
         // Errors are read from this context afterwards; nothing goes to stderr.
-        sax.pointee.serror = { _, _ in }
+        sax.pointee.serror = { context, error in
+            guard let (_, state) = ParseGuard.of(context), state.firstError == nil, let error else { return }
+            state.firstError = LibXMLError(error.pointee)
+        }
         state.defaultInternalSubset = sax.pointee.internalSubset
         state.defaultStartElementNs = sax.pointee.startElementNs
 
@@ -157,10 +178,9 @@ struct XMLPlistReader {
         }
     }
 
-    /// The context's own last error, with libxml2's message, line and column.
-    private func lastError(_ ctxt: xmlParserCtxtPtr) -> PlistError {
-        let error = ctxt.pointee.lastError
-        var message = error.message.map { String(cString: $0) } ?? "malformed XML"
+    /// A libxml2 error with its message, line and column.
+    private func describe(_ error: LibXMLError) -> PlistError {
+        var message = error.message
         message = message.trimmingCharacters(in: .whitespacesAndNewlines)
         let line = error.line > 0 ? Int(error.line) + lineOffset : nil
         let column = error.int2 > 0 ? Int(error.int2) : nil

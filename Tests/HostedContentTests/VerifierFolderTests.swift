@@ -54,7 +54,7 @@ let folderCases: [FolderCase] = [
     FolderCase(name: "dot-dot entry", rule: .filesDotComponent) { rewritePlist($0, withFiles(allListed + ["levels/../../secret"])) },
     FolderCase(name: "dot entry", rule: .filesDotComponent) { rewritePlist($0, withFiles(allListed + ["./index.json"])) },
     FolderCase(name: "backslash", rule: .filesBackslash) { rewritePlist($0, withFiles(allListed + ["levels\\1.json"])) },
-    FolderCase(name: "control character", rule: .filesControlCharacter) { rewritePlist($0, withFiles(allListed + ["bad&#x9;name.json"])) },
+    FolderCase(name: "control character", rule: .filesControlCharacter) { rewritePlist($0, withFiles(allListed + ["bad\tname.json"])) },
     FolderCase(name: "trailing slash", rule: .filesTrailingSlash) { rewritePlist($0, withFiles(allListed + ["levels/"])) },
     FolderCase(name: "duplicate", rule: .filesDuplicate) { rewritePlist($0, withFiles(allListed + ["index.json"])) },
     FolderCase(name: "case duplicate", rule: .filesCaseDuplicate) { rewritePlist($0, withFiles(allListed + ["INDEX.json"])) },
@@ -87,7 +87,7 @@ let folderCases: [FolderCase] = [
         }
         close(descriptor)
     },
-    FolderCase(name: "long name", rule: .longPath) { $0.write("Contents/" + String(repeating: "n", count: 250) + "/" + String(repeating: "m", count: 250) + "/" + String(repeating: "o", count: 250) + "/" + String(repeating: "p", count: 250) + "/x", "x") },
+    FolderCase(name: "long path", rule: .longPath) { $0.write("Contents/" + (1...5).map { String(repeating: String($0), count: 250) }.joined(separator: "/") + "/x", "x") },
     FolderCase(name: "setuid", rule: .unsafePermissions) { chmod($0.url("Contents/index.json"), 0o4755) },
     FolderCase(name: "world-writable", rule: .unsafePermissions) { chmod($0.url("Contents/index.json"), 0o666) },
 ]
