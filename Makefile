@@ -6,7 +6,7 @@ BUILD_FLAGS ?= -c release
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test install uninstall clean
+.PHONY: all deps build demo test bench install uninstall clean
 
 all: build
 
@@ -29,6 +29,10 @@ demo: build
 
 test: deps
 	$(SWIFT) test
+
+# Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
+bench: build
+	HCPACK="$(BIN_DIR)/hcpack" python3 bench/run.py
 
 install: build
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/hcpack/Templates"

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""hcpack against zip, unzip, bsdtar and sha256sum, side by side on one corpus.
+
+Each pair runs alternately, REPS times; the table shows median wall seconds and peak RSS (from wait4, the
+same number /usr/bin/time -v reports) and the ratio hcpack / baseline.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HCPACK = os.environ.get("HCPACK", "hcpack")
+REPS = int(os.environ.get("REPS", "5"))
+WORK = os.environ.get("BENCH_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"))
+SCALE = os.environ.get("SCALE", "1")
+MANY_SMALL = os.environ.get("MANY_SMALL", "") not in ("", "0")
+
+
+def timed(command, cwd=None, before=None):
+    """Runs a command once; returns (wall seconds, peak RSS in KiB)."""
+    if before:
+        before()
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    stderr = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"command failed ({code}): {' '.join(command)}\n{stderr}")
+    return wall, usage.ru_maxrss
+
+
+def fresh(path):
+    def reset():
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.endswith((".zip", ".gz")):
+            os.makedirs(path)
+        elif os.path.exists(path):
+            os.remove(path)
+    return reset
+
+
+def pair(label, ours, theirs, reps=REPS):
+    """Alternates the two commands; each is (argv, cwd, reset)."""
+    results = {"ours": [], "theirs": []}
+    for _ in range(reps):
+        for key, (argv, cwd, reset) in (("ours", ours), ("theirs", theirs)):
+            results[key].append(timed(argv, cwd, reset))
+    row = []
+    for key, (argv, _, _) in (("ours", ours), ("theirs", theirs)):
+        walls = [w for w, _ in results[key]]
+        rss = max(r for _, r in results[key])
+        row.append((" ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv[:3])), statistics.median(walls), rss))
+    ratio = row[0][1] / row[1][1] if row[1][1] > 0 else float("nan")
+    return label, row, ratio
+
+
+def main():
+    corpus = os.path.join(WORK, "corpus")
+    if not os.path.isdir(corpus):
+        args = [sys.executable, os.path.join(os.path.dirname(__file__), "corpus.py"), corpus, "--scale", SCALE]
+        if MANY_SMALL:
+            args.append("--many-small")
+        subprocess.run(args, check=True)
+    contents = os.path.join(corpus, "Contents")
+    out = os.path.join(WORK, "tmp")
+    os.makedirs(out, exist_ok=True)
+    ours_zip, theirs_zip = os.path.join(out, "hc.zip"), os.path.join(out, "zip.zip")
+    rows = []
+    rows.append(pair("build (auto) vs zip -qr",
+                     ([HCPACK, "build", corpus, "-o", ours_zip, "--force", "--quiet"], None, fresh(ours_zip)),
+                     (["zip", "-qr", theirs_zip, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_zip))))
+    sizes = (os.path.getsize(ours_zip), os.path.getsize(theirs_zip))
+    ours_store, theirs_store = os.path.join(out, "hc-store.zip"), os.path.join(out, "zip-store.zip")
+    rows.append(pair("build (store) vs zip -qr -0",
+                     ([HCPACK, "build", corpus, "-o", ours_store, "--compression", "store", "--force", "--quiet"], None, fresh(ours_store)),
+                     (["zip", "-qr", "-0", theirs_store, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_store))))
+    # Rebuild the archive the later rows read (the timed runs above leave the last one in place).
+    subprocess.run([HCPACK, "build", corpus, "-o", ours_zip, "--force", "--quiet"], check=True)
+    unpacked = os.path.join(out, "unpacked")
+    fresh(unpacked)()
+    subprocess.run(["unzip", "-q", ours_zip, "-d", unpacked], check=True)
+    listing = sorted(os.path.relpath(os.path.join(d, f), unpacked) for d, _, fs in os.walk(unpacked) for f in fs)
+    rows.append(pair("verify archive vs sha256sum",
+                     ([HCPACK, "verify", "--quiet", "--max-size", str(1 << 40), ours_zip], None, None),
+                     (["sha256sum", "--"] + listing, unpacked, None)))
+    dest, plain = os.path.join(out, "dest"), os.path.join(out, "plain")
+    rows.append(pair("install vs unzip -q",
+                     ([HCPACK, "install", ours_zip, "--dest", dest, "--quiet"], None, fresh(dest)),
+                     (["unzip", "-q", ours_zip, "-d", plain], None, fresh(plain))))
+    rows.append(pair("install vs bsdtar -xf",
+                     ([HCPACK, "install", ours_zip, "--dest", dest, "--quiet"], None, fresh(dest)),
+                     (["bsdtar", "-xf", ours_zip, "-C", plain], None, fresh(plain))))
+
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(contents) for f in fs)
+    count = sum(len(fs) for _, _, fs in os.walk(contents))
+    print(f"corpus: {count} files, {total / 2**20:.0f} MiB; {REPS} alternating runs each, medians; "
+          f"{os.cpu_count()} cores")
+    print()
+    print("| pair | hcpack command | s | peak RSS MiB | baseline | s | peak RSS MiB | ratio |")
+    print("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |")
+    for label, ((c1, w1, r1), (c2, w2, r2)), ratio in rows:
+        print(f"| {label} | `{c1}` | {w1:.2f} | {r1 / 1024:.1f} | `{c2}` | {w2:.2f} | {r2 / 1024:.1f} | {ratio:.2f} |")
+    print()
+    print(f"archive sizes: hcpack {sizes[0]} bytes, zip {sizes[1]} bytes ({(sizes[0] / sizes[1] - 1) * 100:+.2f}%)")
+
+
+if __name__ == "__main__":
+    main()
