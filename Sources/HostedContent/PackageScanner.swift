@@ -165,12 +165,17 @@ public enum PackageScanner {
             collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
         }
         let format = reader.formatName ?? "unknown"
-        if complete, format.hasPrefix("ZIP"), let declared = ZipDirectoryCount.declaredEntries(path: path),
-            declared != collector.entriesRead
-        {
-            collector.problems.add(
-                .corrupt, path: "",
-                "the central directory lists \(declared) entries but \(collector.entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive")
+        if complete, format.hasPrefix("ZIP"), let end = ZipEndRecord.read(path: path) {
+            if let declared = end.declaredEntries, declared != collector.entriesRead {
+                collector.problems.add(
+                    .corrupt, path: "",
+                    "the central directory lists \(declared) entries but \(collector.entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive")
+            }
+            if end.trailingBytes > 0 {
+                collector.problems.add(
+                    .corrupt, path: "",
+                    "\(end.trailingBytes) bytes follow the end of the zip; other extractors may read them as another archive, rebuild it")
+            }
         }
         return collector.snapshot(path: path, format: format, complete: complete)
     }
