@@ -192,6 +192,7 @@ public enum Builder {
     }
 
     /// Prepares and writes in one call.
+    @discardableResult
     /// - Throws: `HCPackError` `.invalidPackage` when the package has errors (use `prepare` to get the report).
     public static func build(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildResult {
         let plan = try prepare(options)
