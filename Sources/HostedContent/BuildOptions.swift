@@ -77,9 +77,9 @@ public struct BuildOptions: Sendable {
 }
 
 /// An entry of the source that the built package leaves out, and why.
-public struct ExcludedEntry: Sendable, Equatable {
+public struct ExcludedEntry: Sendable, Hashable {
     /// Why an entry is left out.
-    public enum Reason: Sendable, Equatable {
+    public enum Reason: Sendable, Hashable {
         /// Operating-system or version-control junk (.DS_Store, __MACOSX/, ._*, Thumbs.db, .git/).
         case junk
         /// Matched an `--exclude` pattern.
@@ -88,6 +88,8 @@ public struct ExcludedEntry: Sendable, Equatable {
         case symlink
         /// At the package root beside ContentInfo.plist and Contents/, where nothing else belongs.
         case outsideContents
+        /// The build's own output (or a temporary of it), inside the source folder.
+        case buildOutput
 
         /// Words for a note line.
         public var explanation: String {
@@ -96,6 +98,7 @@ public struct ExcludedEntry: Sendable, Equatable {
             case .pattern(let pattern): "matches --exclude '\(pattern)'"
             case .symlink: "a symlink; put the file itself there to ship it"
             case .outsideContents: "outside Contents/; move it into Contents/ to ship it"
+            case .buildOutput: "the output of this build"
             }
         }
     }

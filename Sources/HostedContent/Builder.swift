@@ -67,7 +67,7 @@ public enum Builder {
     /// - Throws: `HCPackError` `.notFound` for a missing source, `.invalidRequest` for a source that is not a
     ///   folder, missing identity for a plain folder, or an existing output without `force`.
     public static func prepare(_ options: BuildOptions) throws(HCPackError) -> BuildPlan {
-        let source = options.source
+        let source = normalizedPath(options.source)
         guard let status = try FileSystem.status(source) else {
             throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
         }
@@ -76,10 +76,6 @@ public enum Builder {
                 .invalidRequest,
                 "\(source): not a folder; build takes a package folder or a folder of content (to check an archive, run hcpack verify)",
                 path: source)
-        }
-        if let explicit = options.output {
-            _ = try resolveFormat(options, output: explicit)
-            try refuseExisting(explicit, force: options.force)
         }
 
         let plistPath = source + "/" + ContentInfo.fileName
@@ -98,7 +94,23 @@ public enum Builder {
             }
         }
 
-        let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder)
+        // The output is settled before the scan, so a build into its own source folder leaves its output out.
+        let output: String
+        let format: BuildFormat
+        if let explicit = options.output {
+            output = normalizedPath(explicit)
+            format = try resolveFormat(options, output: output)
+        } else {
+            format = options.format ?? .zip
+            let original = hasPlist ? (try? FileSystem.readFile(plistPath, limit: options.verify.limits.plist.maxBytes)).flatMap { try? ContentInfo.decode($0) } : nil
+            let identifier = options.productIdentifier ?? original?.productIdentifier ?? "package"
+            let version = options.contentVersion ?? original?.contentVersion ?? "0"
+            output = normalizedPath(options.defaultOutputFolder) + "/" + identifier + "-" + version + format.fileExtension
+        }
+        try refuseExisting(output, force: options.force)
+
+        let ownOutput = relativePath(output, inside: source)
+        let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder, ownOutput: ownOutput)
         let snapshot = try PackageScanner.scanFolder(
             source, limits: options.verify.limits, hashFiles: { filter.reason(for: $0) == nil && filter.isContent($0) })
 
@@ -174,18 +186,6 @@ public enum Builder {
         would.scanProblems = snapshot.scanProblems
         let report = Verifier.check(would, options: options.verify)
 
-        let identifier = contentInfo?.productIdentifier ?? "package"
-        let version = contentInfo?.contentVersion ?? "0"
-        let output: String
-        let format: BuildFormat
-        if let explicit = options.output {
-            output = explicit
-            format = try resolveFormat(options, output: explicit)
-        } else {
-            format = options.format ?? .zip
-            output = options.defaultOutputFolder + "/" + identifier + "-" + version + format.fileExtension
-            if report.isValid() { try refuseExisting(output, force: options.force) }
-        }
         return BuildPlan(
             source: source, sourceKind: sourceKind, output: output, format: format, contentInfo: contentInfo,
             plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items)
@@ -208,6 +208,21 @@ public enum Builder {
             if folders.contains(String(parent)) { return true }
         }
         return false
+    }
+
+    /// The path without trailing slashes ("/" stays).
+    static func normalizedPath(_ path: String) -> String {
+        var result = Substring(path)
+        while result.count > 1 && result.hasSuffix("/") { result = result.dropLast() }
+        return String(result)
+    }
+
+    /// `path` relative to `folder` when it lies inside it (compared without '.', '..' or doubled slashes).
+    static func relativePath(_ path: String, inside folder: String) -> String? {
+        let inner = URL(fileURLWithPath: path).standardizedFileURL.path
+        let outer = URL(fileURLWithPath: folder).standardizedFileURL.path
+        let prefix = outer.hasSuffix("/") ? outer : outer + "/"
+        return inner.hasPrefix(prefix) ? String(inner.dropFirst(prefix.count)) : nil
     }
 
     static func resolveFormat(_ options: BuildOptions, output: String) throws(HCPackError) -> BuildFormat {
@@ -411,10 +426,23 @@ struct ExclusionFilter {
     /// True for a plain folder, where every entry is content.
     let contentsOnly: Bool
 
-    init(patterns: [String], contentsOnly: Bool) {
+    /// The build's output, relative to the source folder, when it lies inside it.
+    let ownOutput: String?
+
+    init(patterns: [String], contentsOnly: Bool, ownOutput: String? = nil) {
+        self.ownOutput = ownOutput
         // "build/" means the folder build: match it without the slash.
         self.patterns = patterns.map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.contentsOnly = contentsOnly
+    }
+
+    /// The output itself, what is inside it (a folder build), or a temporary of it (`.NAME.hcpack-XXXXXX`).
+    private func isOwnOutput(_ sourcePath: String, _ output: String) -> Bool {
+        if sourcePath == output || sourcePath.hasPrefix(output + "/") { return true }
+        let slash = output.lastIndex(of: "/")
+        let folder = slash.map { String(output[..<$0]) + "/" } ?? ""
+        let name = slash.map { String(output[output.index(after: $0)...]) } ?? output
+        return sourcePath.hasPrefix(folder + "." + name + ".hcpack-")
     }
 
     /// True for entries under Contents/ (and everything in a plain folder).
@@ -424,6 +452,7 @@ struct ExclusionFilter {
 
     /// Why `sourcePath` (relative to the source folder) is left out, or nil when it is kept.
     func reason(for sourcePath: String) -> ExcludedEntry.Reason? {
+        if let ownOutput, isOwnOutput(sourcePath, ownOutput) { return .buildOutput }
         let relative: String
         if contentsOnly {
             relative = sourcePath

@@ -502,3 +502,23 @@ struct PackageTemplateTests {
         #expect(!FileSystem.exists(folder.url("pkg")))
     }
 }
+
+@Suite("build: output inside the source")
+struct BuildOwnOutputTests {
+    @Test("Rebuilding a plain folder into itself leaves the previous output and temporaries out", arguments: [BuildFormat.zip, .directory])
+    func outputInsideSource(_ format: BuildFormat) throws {
+        let folder = TemporaryFolder()
+        for (path, text) in sampleFiles { folder.write("src/" + path, text) }
+        let options = BuildOptions(
+            source: folder.url("src") + "/", defaultOutputFolder: folder.url("src"), format: format, productIdentifier: "com.example.self",
+            contentVersion: "1", force: true)
+        let first = try Builder.build(options)
+        #expect(first.output == folder.url("src/com.example.self-1" + format.fileExtension))
+        folder.write("src/.com.example.self-1\(format.fileExtension).hcpack-AbC123", "a crashed build's leftover")
+        let second = try Builder.build(options)
+        #expect(second.fileCount == sampleFiles.count)
+        #expect(Set(second.excluded.map(\.reason)) == [.buildOutput])
+        #expect(second.excluded.count == 2)
+        if format == .zip { #expect(second.sha256 == first.sha256) }
+    }
+}
