@@ -7,16 +7,24 @@ struct BuildCommand: Command {
         summary: "Validate a package folder (or a folder of content) and pack it reproducibly.",
         arguments: [
             ArgumentSpec(
-                "SOURCE", help: "A package folder (ContentInfo.plist and Contents/), or a plain folder whose files become Contents/.")
+                "SOURCE",
+                help: "A package folder (ContentInfo.plist and Contents/), or a plain folder whose files become Contents/.")
         ],
         options: [
             OptionSpec("output", short: "o", value: "OUTPUT", help: "Where to write (default: <product-id>-<version>.zip here)."),
-            OptionSpec("product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
+            OptionSpec(
+                "product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (required for a plain folder; overrides the plist)."),
             OptionSpec("format", value: "zip|tar.gz|dir", help: "Output format (default: from OUTPUT's extension, else zip)."),
-            OptionSpec("compression", value: "auto|store|deflate", help: "Zip entry compression (default auto: store what does not shrink)."),
-            OptionSpec("exclude", value: "GLOB", repeatable: true, help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
-            OptionSpec("source-date-epoch", value: "N", help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            OptionSpec(
+                "compression", value: "auto|store|deflate",
+                help: "Zip entry compression (default auto: store what does not shrink)."),
+            OptionSpec(
+                "exclude", value: "GLOB", repeatable: true,
+                help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
+            OptionSpec(
+                "source-date-epoch", value: "N",
+                help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
             OptionSpec("force", help: "Replace an existing OUTPUT."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
@@ -35,7 +43,8 @@ struct BuildCommand: Command {
 
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         let name = Self.spec.name
-        var options = BuildOptions(source: context.absolutePath(arguments.argument(0) ?? ""), defaultOutputFolder: context.currentDirectory)
+        var options = BuildOptions(
+            source: context.absolutePath(arguments.argument(0) ?? ""), defaultOutputFolder: context.currentDirectory)
         options.output = arguments.value("output").map(context.absolutePath)
         options.productIdentifier = arguments.value("product-id")
         options.contentVersion = arguments.value("content-version")
@@ -73,12 +82,14 @@ struct BuildCommand: Command {
             if json {
                 context.out(jsonReport(plan: plan, result: nil).rendered() + "\n")
             } else {
-                let problems = quiet ? plan.report.problems.problems.filter { $0.severity == .error } : plan.report.problems.problems
+                let problems =
+                    quiet ? plan.report.problems.problems.filter { $0.severity == .error } : plan.report.problems.problems
                 context.out(ReportRendering.problemLines(problems))
                 if !quiet { context.out(notes(plan.excluded)) }
             }
             context.err(
-                "hcpack: error: \(options.source): \(ReportRendering.plural(plan.report.problems.errorCount, "error")); nothing was written\n")
+                "hcpack: error: \(options.source): \(ReportRendering.plural(plan.report.problems.errorCount, "error")); nothing was written\n"
+            )
             return ExitCode.invalid
         }
         let bar = ProgressBar(context: context, enabled: !json && !quiet)
@@ -97,7 +108,8 @@ struct BuildCommand: Command {
             context.out(ReportRendering.problemLines(result.problems.problems))
             context.out(
                 "built \(result.output) (\(result.format.rawValue)): \(ReportRendering.plural(result.fileCount, "file")), "
-                    + "\(result.contentBytes) content bytes, \(result.outputBytes) \(result.format == .directory ? "bytes in all" : "archive bytes")\n")
+                    + "\(result.contentBytes) content bytes, \(result.outputBytes) \(result.format == .directory ? "bytes in all" : "archive bytes")\n"
+            )
             if let digest = result.sha256 { context.out("sha256 \(digest)\n") }
         }
         return ExitCode.success

@@ -10,7 +10,9 @@ struct InitCommand: Command {
         options: [
             OptionSpec("product-id", value: "ID", help: "IAPProductIdentifier (required): letters, digits, '.', '-', '_'."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (default \(PackageTemplate.defaultContentVersion))."),
-            OptionSpec("templates", value: "DIR", help: "Folder holding the ContentInfo.plist template (default: $HCPACK_TEMPLATES, else the installed one)."),
+            OptionSpec(
+                "templates", value: "DIR",
+                help: "Folder holding the ContentInfo.plist template (default: $HCPACK_TEMPLATES, else the installed one)."),
             OptionSpec("force", help: "Add the package to a non-empty folder (existing files are never overwritten)."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
         ],
@@ -30,7 +32,8 @@ struct InitCommand: Command {
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         directory = context.absolutePath(arguments.argument(0) ?? "")
         guard let identifier = arguments.value("product-id") else {
-            throw UsageError("--product-id is required (the in-app purchase's identifier, e.g. com.example.levels)", command: Self.spec.name)
+            throw UsageError(
+                "--product-id is required (the in-app purchase's identifier, e.g. com.example.levels)", command: Self.spec.name)
         }
         productIdentifier = identifier
         contentVersion = arguments.value("content-version") ?? PackageTemplate.defaultContentVersion

@@ -3,9 +3,9 @@ import Digest
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A validated build, ready to write: the generated plist, what goes in, what is left out, and the verdict.
@@ -102,7 +102,11 @@ public enum Builder {
             format = try resolveFormat(options, output: output)
         } else {
             format = options.format ?? .zip
-            let original = hasPlist ? (try? FileSystem.readFile(plistPath, limit: options.verify.limits.plist.maxBytes)).flatMap { try? ContentInfo.decode($0) } : nil
+            let original =
+                hasPlist
+                ? (try? FileSystem.readFile(plistPath, limit: options.verify.limits.plist.maxBytes)).flatMap {
+                    try? ContentInfo.decode($0)
+                } : nil
             let identifier = options.productIdentifier ?? original?.productIdentifier ?? "package"
             let version = options.contentVersion ?? original?.contentVersion ?? "0"
             output = normalizedPath(options.defaultOutputFolder) + "/" + identifier + "-" + version + format.fileExtension
@@ -117,7 +121,7 @@ public enum Builder {
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
         var entries: [PackageEntry] = []
         var excluded: [ExcludedEntry] = []
-        var excludedFolders: Set<String> = []
+        var excludedFolders: Set<ExactPath> = []
         var items: [BuildPlan.Item] = []
         for var entry in snapshot.entries {
             if isInside(entry.path, anyOf: excludedFolders) { continue }
@@ -125,7 +129,7 @@ public enum Builder {
             if entry.path == ContentInfo.fileName && sourceKind == .package { continue }  // replaced below
             if let reason = filter.reason(for: entry.path) {
                 excluded.append(ExcludedEntry(path: packagePath, reason: reason))
-                if entry.kind == .directory { excludedFolders.insert(entry.path) }
+                if entry.kind == .directory { excludedFolders.insert(ExactPath(entry.path)) }
                 continue
             }
             let sourcePath = source + "/" + entry.path
@@ -133,7 +137,9 @@ public enum Builder {
             switch entry.kind {
             case .file:
                 entry.permissions = 0o644
-                items.append(BuildPlan.Item(path: packagePath, kind: .file, sourcePath: sourcePath, size: entry.size, sha256: entry.sha256 ?? []))
+                items.append(
+                    BuildPlan.Item(
+                        path: packagePath, kind: .file, sourcePath: sourcePath, size: entry.size, sha256: entry.sha256 ?? []))
             case .directory:
                 entry.permissions = 0o755
                 items.append(BuildPlan.Item(path: packagePath, kind: .directory, sourcePath: sourcePath, size: 0, sha256: []))
@@ -155,7 +161,9 @@ public enum Builder {
         var plistBytes = snapshot.contentInfoBytes
         if !hasPlist {
             contentInfo = ContentInfo(dictionary: .init())
-        } else if let bytes = snapshot.contentInfoBytes, let decoded = try? ContentInfo.decode(bytes, limits: options.verify.limits.plist) {
+        } else if let bytes = snapshot.contentInfoBytes,
+            let decoded = try? ContentInfo.decode(bytes, limits: options.verify.limits.plist)
+        {
             contentInfo = decoded
         }
         if var info = contentInfo {
@@ -165,9 +173,10 @@ public enum Builder {
                 info.files = items.filter { $0.kind == .file }.map { String($0.path.dropFirst(Verifier.contentsPrefix.count)) }
             }
             var records: [String: FileRecord] = [:]
-            let byPath = Dictionary(items.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+            // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
+            let byPath = Dictionary(items.map { (ExactPath($0.path), $0) }, uniquingKeysWith: { first, _ in first })
             for path in info.files ?? [] {
-                guard let item = byPath[Verifier.contentsPrefix + path], item.kind == .file else { continue }
+                guard let item = byPath[ExactPath(Verifier.contentsPrefix + path)], item.kind == .file else { continue }
                 records[path] = FileRecord(size: item.size, sha256: item.sha256.hexString)
             }
             info.integrity = records
@@ -200,12 +209,12 @@ public enum Builder {
     }
 
     /// True when a folder in `folders` holds `path`.
-    static func isInside(_ path: String, anyOf folders: Set<String>) -> Bool {
+    static func isInside(_ path: String, anyOf folders: Set<ExactPath>) -> Bool {
         guard !folders.isEmpty else { return false }
         var parent = Substring(path)
         while let slash = parent.lastIndex(of: "/") {
             parent = parent[..<slash]
-            if folders.contains(String(parent)) { return true }
+            if folders.contains(ExactPath(parent)) { return true }
         }
         return false
     }
@@ -230,13 +239,15 @@ public enum Builder {
         switch (options.format, implied) {
         case (let chosen?, let implied?) where chosen != implied:
             throw HCPackError(
-                .invalidRequest, "\(output): the name says \(implied.rawValue) but --format says \(chosen.rawValue); make them agree",
+                .invalidRequest,
+                "\(output): the name says \(implied.rawValue) but --format says \(chosen.rawValue); make them agree",
                 path: output)
         case (let chosen?, _): return chosen
         case (nil, let implied?): return implied
         case (nil, nil):
             throw HCPackError(
-                .invalidRequest, "\(output): cannot tell the format from the name; end it in .zip, .tar.gz or .tgz, or give --format zip|tar.gz|dir",
+                .invalidRequest,
+                "\(output): cannot tell the format from the name; end it in .zip, .tar.gz or .tgz, or give --format zip|tar.gz|dir",
                 path: output)
         }
     }
@@ -254,7 +265,9 @@ public enum Builder {
     /// - Throws: `HCPackError` `.invalidPackage` for a plan with errors; `.invalidRequest` when the output
     ///   exists without `force`; `.diskFull`/`.io`/`.permissionDenied` when writing fails, or `.io` when a
     ///   source file changed since `prepare` hashed it.
-    public static func write(_ plan: BuildPlan, options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildResult {
+    public static func write(_ plan: BuildPlan, options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError)
+        -> BuildResult
+    {
         guard plan.isValid else {
             throw HCPackError(
                 .invalidPackage, "\(plan.source): the package has \(plan.report.problems.errorCount) errors; nothing was written",
@@ -293,7 +306,9 @@ public enum Builder {
         }
 
         var tracker = ProgressTracker(handler: progress, totalBytes: plan.contentBytes, totalFiles: plan.fileCount)
-        try sink.addFile(ContentInfo.fileName, size: Int64(plan.plistBytes.count), compression: options.compression.choose(head: plan.plistBytes))
+        try sink.addFile(
+            ContentInfo.fileName, size: Int64(plan.plistBytes.count),
+            compression: options.compression.choose(head: plan.plistBytes))
         try sink.write(plan.plistBytes)
         try sink.endFile()
         for item in plan.items {
@@ -305,7 +320,8 @@ public enum Builder {
         }
         try sink.finish()
 
-        let (outputBytes, digest) = plan.format == .directory ? (Int64(plan.plistBytes.count) + plan.contentBytes, nil) : try hashFile(temporary)
+        let (outputBytes, digest) =
+            plan.format == .directory ? (Int64(plan.plistBytes.count) + plan.contentBytes, nil) : try hashFile(temporary)
         try commit(temporary, to: output, replacing: options.force)
         committed = true
         try syncFolder(parent)
@@ -325,7 +341,8 @@ public enum Builder {
         var written: Int64 = 0
         var begun = false
         let changed = HCPackError(
-            .io, "\(item.sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
+            .io,
+            "\(item.sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
             path: item.sourcePath)
         try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
             if !begun {
@@ -473,7 +490,10 @@ struct ExclusionFilter {
             prefix = prefix.isEmpty ? name : prefix + "/" + name
             prefixes.append(prefix)
         }
-        for pattern in patterns where names.contains(where: { fnmatch(pattern, $0, 0) == 0 }) || prefixes.contains(where: { fnmatch(pattern, $0, 0) == 0 }) {
+        for pattern in patterns
+        where names.contains(where: { fnmatch(pattern, $0, 0) == 0 })
+            || prefixes.contains(where: { fnmatch(pattern, $0, 0) == 0 })
+        {
             return .pattern(pattern)
         }
         return nil
@@ -499,6 +519,8 @@ struct ProgressTracker {
     }
 
     func report() {
-        handler?(ProgressUpdate(phase: "packing", completedBytes: bytes, totalBytes: totalBytes, completedFiles: files, totalFiles: totalFiles))
+        handler?(
+            ProgressUpdate(
+                phase: "packing", completedBytes: bytes, totalBytes: totalBytes, completedFiles: files, totalFiles: totalFiles))
     }
 }

@@ -1,9 +1,9 @@
 import ArchiveIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How `hcpack build` chooses each zip entry's compression.

@@ -1,9 +1,9 @@
 import ArchiveIO
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where `Builder` writes a package: an archive or a folder. Entries arrive in archive order.
@@ -51,7 +51,8 @@ final class ArchiveSink: PackageSink {
 
     func addFolder(_ path: String) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
-            try writer.begin(ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
+            try writer.begin(
+                ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
         }
     }
 

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The `Templates/` folder `hcpack init` scaffolds from: a commented ContentInfo.plist with placeholders.
@@ -44,7 +44,9 @@ public struct PackageTemplate: Sendable {
         sourceTree: String? = PackageTemplate.sourceTreeFolder
     ) throws(HCPackError) -> PackageTemplate {
         if let explicit { return try required(explicit, origin: "--templates") }
-        if let named = environment[environmentVariable], !named.isEmpty { return try required(named, origin: environmentVariable) }
+        if let named = environment[environmentVariable], !named.isEmpty {
+            return try required(named, origin: environmentVariable)
+        }
         var tried: [String] = []
         for candidate in [executablePath.map(installedFolder(executablePath:)), sourceTree].compactMap({ $0 }) {
             if holdsTemplate(candidate) { return PackageTemplate(folder: candidate) }
@@ -59,7 +61,8 @@ public struct PackageTemplate: Sendable {
     private static func required(_ folder: String, origin: String) throws(HCPackError) -> PackageTemplate {
         guard holdsTemplate(folder) else {
             throw HCPackError(
-                .notFound, "\(folder) (from \(origin)) has no \(ContentInfo.fileName) template; point \(origin) at hcpack's Templates folder",
+                .notFound,
+                "\(folder) (from \(origin)) has no \(ContentInfo.fileName) template; point \(origin) at hcpack's Templates folder",
                 path: folder)
         }
         return PackageTemplate(folder: folder)
@@ -84,19 +87,22 @@ public struct PackageTemplate: Sendable {
             let info = try ContentInfo.decode(rendered)
             guard info.productIdentifier == productIdentifier, info.contentVersion == contentVersion else {
                 throw HCPackError(
-                    .io, "\(path): the template lacks the \(Self.productIdentifierPlaceholder) or \(Self.contentVersionPlaceholder) placeholder; reinstall hcpack's templates",
+                    .io,
+                    "\(path): the template lacks the \(Self.productIdentifierPlaceholder) or \(Self.contentVersionPlaceholder) placeholder; reinstall hcpack's templates",
                     path: path)
             }
         } catch let error as HCPackError {
             throw error
         } catch {
-            throw HCPackError(.io, "\(path): the template does not give a valid plist (\(error)); reinstall hcpack's templates", path: path)
+            throw HCPackError(
+                .io, "\(path): the template does not give a valid plist (\(error)); reinstall hcpack's templates", path: path)
         }
         return rendered
     }
 
     private func xmlEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+            of: ">", with: "&gt;")
     }
 
     /// Creates a package folder: `directory/ContentInfo.plist` from the template and an empty `Contents/`.
@@ -114,28 +120,35 @@ public struct PackageTemplate: Sendable {
         guard ContentInfo.isValidProductIdentifier(productIdentifier) else {
             throw HCPackError(
                 .invalidRequest,
-                "product identifier '\(PackagePath.printable(productIdentifier))' must be 1 to 100 letters, digits, '.', '-' or '_' (e.g. com.example.levels)")
+                "product identifier '\(PackagePath.printable(productIdentifier))' must be 1 to 100 letters, digits, '.', '-' or '_' (e.g. com.example.levels)"
+            )
         }
         guard ContentVersion(contentVersion) != nil else {
             throw HCPackError(
-                .invalidRequest, "content version '\(PackagePath.printable(contentVersion))' must be integers separated by periods (1, 1.0, 2.10.3)")
+                .invalidRequest,
+                "content version '\(PackagePath.printable(contentVersion))' must be integers separated by periods (1, 1.0, 2.10.3)"
+            )
         }
         let plistPath = directory + "/" + ContentInfo.fileName
         let contentsPath = directory + "/Contents"
         if let status = try FileSystem.status(directory) {
             guard status.kind == .directory else {
-                throw HCPackError(.invalidRequest, "\(directory) exists and is not a folder; choose another path", path: directory)
+                throw HCPackError(
+                    .invalidRequest, "\(directory) exists and is not a folder; choose another path", path: directory)
             }
             if FileSystem.exists(plistPath) {
                 throw HCPackError(
-                    .invalidRequest, "\(plistPath) already exists; hcpack init never overwrites it (edit it, or remove it first)", path: plistPath)
+                    .invalidRequest, "\(plistPath) already exists; hcpack init never overwrites it (edit it, or remove it first)",
+                    path: plistPath)
             }
             if !force, !(try FileSystem.listDirectory(directory)).isEmpty {
                 throw HCPackError(
-                    .invalidRequest, "\(directory) is not empty; use --force to add a package there (existing files are kept)", path: directory)
+                    .invalidRequest, "\(directory) is not empty; use --force to add a package there (existing files are kept)",
+                    path: directory)
             }
             if let contents = try FileSystem.status(contentsPath), contents.kind != .directory {
-                throw HCPackError(.invalidRequest, "\(contentsPath) exists and is not a folder; move it away first", path: contentsPath)
+                throw HCPackError(
+                    .invalidRequest, "\(contentsPath) exists and is not a folder; move it away first", path: contentsPath)
             }
         }
         let rendered = try renderContentInfo(productIdentifier: productIdentifier, contentVersion: contentVersion)

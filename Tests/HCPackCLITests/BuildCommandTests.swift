@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Names in a folder, sorted (to prove nothing, not even a temporary file, was left behind).
@@ -13,7 +13,8 @@ func listing(_ path: String) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
 }
 
-let identityKeys = "<key>IAPProductIdentifier</key><string>com.example.levels</string><key>ContentVersion</key><string>1.0</string>"
+let identityKeys =
+    "<key>IAPProductIdentifier</key><string>com.example.levels</string><key>ContentVersion</key><string>1.0</string>"
 
 /// A source that must not build, and the rule ID the output must name.
 struct BadSource: CustomStringConvertible, Sendable {
@@ -58,7 +59,8 @@ struct BuildCommandTests {
         #expect(result.stderr.isEmpty, "no progress bar when stderr is not a terminal")
     }
 
-    @Test("A plain folder without identity is a usage error", arguments: [["--product-id", "p"], ["--content-version", "1"], []])
+    @Test(
+        "A plain folder without identity is a usage error", arguments: [["--product-id", "p"], ["--content-version", "1"], []])
     func plainFolderNeedsIdentity(_ options: [String]) {
         let folder = TemporaryFolder()
         folder.write("content/a.json", "{}")
@@ -145,7 +147,8 @@ struct BuildCommandTests {
         #expect(report["built"] as? Bool == false)
         #expect(report["output"] is NSNull)
         let problems = try #require(report["problems"] as? [[String: Any]])
-        #expect(problems.contains { $0["rule"] as? String == "files.not-found" && $0["path"] as? String == "Contents/index.json" })
+        #expect(
+            problems.contains { $0["rule"] as? String == "files.not-found" && $0["path"] as? String == "Contents/index.json" })
         #expect(!FileSystem.exists(folder.url("bad.zip")))
     }
 
@@ -169,9 +172,13 @@ struct BuildCommandTests {
             while let entry = try reader.next() { times.insert(entry.modificationTime ?? -1) }
             return times
         }
-        #expect(hcpack(["build", "pkg", "-o", "env.tar.gz"], in: folder.path, environment: ["SOURCE_DATE_EPOCH": "1234567890"]).status == 0)
+        #expect(
+            hcpack(["build", "pkg", "-o", "env.tar.gz"], in: folder.path, environment: ["SOURCE_DATE_EPOCH": "1234567890"]).status
+                == 0)
         #expect(try mtimes("env.tar.gz") == [1_234_567_890])
-        let flagged = hcpack(["build", "pkg", "-o", "flag.tar.gz", "--source-date-epoch", "1500000000"], in: folder.path, environment: ["SOURCE_DATE_EPOCH": "1234567890"])
+        let flagged = hcpack(
+            ["build", "pkg", "-o", "flag.tar.gz", "--source-date-epoch", "1500000000"], in: folder.path,
+            environment: ["SOURCE_DATE_EPOCH": "1234567890"])
         #expect(flagged.status == 0)
         #expect(try mtimes("flag.tar.gz") == [1_500_000_000])
         #expect(hcpack(["build", "pkg", "-o", "default.tar.gz"], in: folder.path).status == 0)
@@ -181,8 +188,10 @@ struct BuildCommandTests {
     @Test(
         "Usage mistakes exit 2",
         arguments: [
-            ["build"], ["build", "pkg", "--format", "rar"], ["build", "pkg", "--compression", "lzma"], ["build", "pkg", "--source-date-epoch", "soon"],
-            ["build", "pkg", "--source-date-epoch", "-5"], ["build", "pkg", "-o", "out.zip", "--format", "tar.gz"], ["build", "pkg", "-o", "out.bin"],
+            ["build"], ["build", "pkg", "--format", "rar"], ["build", "pkg", "--compression", "lzma"],
+            ["build", "pkg", "--source-date-epoch", "soon"],
+            ["build", "pkg", "--source-date-epoch", "-5"], ["build", "pkg", "-o", "out.zip", "--format", "tar.gz"],
+            ["build", "pkg", "-o", "out.bin"],
             ["build", "pkg", "extra"],
         ])
     func usage(_ arguments: [String]) {
@@ -218,9 +227,11 @@ struct BuildCommandTests {
     @Test("Help lists every build option")
     func help() {
         let text = hcpack(["help", "build"]).stdout
-        for option in ["-o, --output OUTPUT", "--product-id ID", "--content-version V", "--format zip|tar.gz|dir", "--compression auto|store|deflate",
-            "--exclude GLOB", "--source-date-epoch N", "--force", "--json", "-q, --quiet"]
-        {
+        for option in [
+            "-o, --output OUTPUT", "--product-id ID", "--content-version V", "--format zip|tar.gz|dir",
+            "--compression auto|store|deflate",
+            "--exclude GLOB", "--source-date-epoch N", "--force", "--json", "-q, --quiet",
+        ] {
             #expect(text.contains(option), "\(option)")
         }
         #expect(text.contains("Usage: hcpack build [options] SOURCE"))
@@ -230,7 +241,9 @@ struct BuildCommandTests {
 @Suite("hcpack build (the binary)", .serialized)
 struct BuildBinaryTests {
     /// Makes a package with the shell under `umask`, files created in the given order, then builds it.
-    func buildUnderUmask(_ folder: TemporaryFolder, name: String, umask: String, order: [String]) -> (status: Int32, output: String) {
+    func buildUnderUmask(_ folder: TemporaryFolder, name: String, umask: String, order: [String]) -> (
+        status: Int32, output: String
+    ) {
         var script = "set -e; umask \(umask); mkdir -p \(name)/Contents/levels \(name)/Contents/art; "
         script += "printf '%s' '\(plistXML(identityKeys))' > \(name)/ContentInfo.plist; "
         for path in order { script += "printf 'data of %s\\n' '\(path)' > \(name)/Contents/\(path); " }
@@ -249,7 +262,8 @@ struct BuildBinaryTests {
         var mode = stat()
         stat(folder.url("one/Contents/index.json"), &mode)
         #expect(mode.st_mode & 0o777 == 0o600, "the umask took effect")
-        let one = try #require(folder.read("one.zip")), two = try #require(folder.read("two.zip"))
+        let one = try #require(folder.read("one.zip"))
+        let two = try #require(folder.read("two.zip"))
         #expect(one == two)
         #expect(one.count > 400)
     }
@@ -260,10 +274,11 @@ struct BuildBinaryTests {
         writeValidPackage(in: folder, root: "pkg", files: [("big.bin", String(repeating: "0123456789abcdef", count: 256 << 10))])
         folder.makeFolder("out")
         // An ignored SIGXFSZ makes write(2) fail with EFBIG past the limit (in 512-byte blocks), as ENOSPC would.
-        let result = run("/bin/sh", ["-c", "trap '' XFSZ; ulimit -f 64; exec '\(hcpackBinary())' build pkg -o out/p.zip --compression store"], in: folder.path)
+        let result = run(
+            "/bin/sh", ["-c", "trap '' XFSZ; ulimit -f 64; exec '\(hcpackBinary())' build pkg -o out/p.zip --compression store"],
+            in: folder.path)
         #expect(result.status == 3, "\(result.output)")
         #expect(result.output.contains("free some space"))
         #expect(listing(folder.url("out")).isEmpty)
     }
 }
-

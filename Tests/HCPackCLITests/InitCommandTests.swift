@@ -4,13 +4,16 @@ import TestSupport
 import Testing
 
 /// The repository's Templates/ folder.
-let repositoryTemplates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let repositoryTemplates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
     .appendingPathComponent("Templates").path
 
 /// A copy of the repository template with a marker comment, so a test can tell which template was used.
 func markedTemplate(in folder: TemporaryFolder, at relative: String, marker: String) throws {
     let text = try String(contentsOfFile: repositoryTemplates + "/ContentInfo.plist", encoding: .utf8)
-    folder.write(relative + "/ContentInfo.plist", text.replacingOccurrences(of: "<plist version=\"1.0\">", with: "<!-- \(marker) -->\n<plist version=\"1.0\">"))
+    folder.write(
+        relative + "/ContentInfo.plist",
+        text.replacingOccurrences(of: "<plist version=\"1.0\">", with: "<!-- \(marker) -->\n<plist version=\"1.0\">"))
 }
 
 @Suite("hcpack init (command line)")
@@ -36,14 +39,17 @@ struct InitCommandTests {
     @Test(
         "Bad identifiers and versions exit 2 with a clear message and create nothing",
         arguments: [
-            ["--product-id", "bad id"], ["--product-id", ""], ["--product-id", "com/example"], ["--product-id", "ok", "--content-version", "v1"],
+            ["--product-id", "bad id"], ["--product-id", ""], ["--product-id", "com/example"],
+            ["--product-id", "ok", "--content-version", "v1"],
             ["--product-id", "ok", "--content-version", "1..2"], [],
         ])
     func badIdentity(_ options: [String]) {
         let folder = TemporaryFolder()
         let result = hcpack(["init", "pkg"] + options, in: folder.path)
         #expect(result.status == 2)
-        #expect(result.stderr.contains("product identifier") || result.stderr.contains("content version") || result.stderr.contains("--product-id"))
+        #expect(
+            result.stderr.contains("product identifier") || result.stderr.contains("content version")
+                || result.stderr.contains("--product-id"))
         #expect(listing(folder.path).isEmpty)
     }
 
@@ -71,9 +77,12 @@ struct InitCommandTests {
         let environment = ["HCPACK_TEMPLATES": folder.url("custom")]
         #expect(hcpack(["init", "a", "--product-id", "p"], in: folder.path, environment: environment).status == 0)
         #expect(String(decoding: folder.read("a/ContentInfo.plist") ?? [], as: UTF8.self).contains("from the environment"))
-        #expect(hcpack(["init", "b", "--product-id", "p", "--templates", "option"], in: folder.path, environment: environment).status == 0)
+        #expect(
+            hcpack(["init", "b", "--product-id", "p", "--templates", "option"], in: folder.path, environment: environment).status
+                == 0)
         #expect(String(decoding: folder.read("b/ContentInfo.plist") ?? [], as: UTF8.self).contains("from the option"))
-        let missing = hcpack(["init", "c", "--product-id", "p"], in: folder.path, environment: ["HCPACK_TEMPLATES": folder.url("nowhere")])
+        let missing = hcpack(
+            ["init", "c", "--product-id", "p"], in: folder.path, environment: ["HCPACK_TEMPLATES": folder.url("nowhere")])
         #expect(missing.status == 3)
         #expect(missing.stderr.contains("HCPACK_TEMPLATES"))
     }
@@ -85,7 +94,10 @@ struct InitCommandTests {
         try FileManager.default.copyItem(atPath: hcpackBinary(), toPath: folder.url("prefix/bin/hcpack"))
         try markedTemplate(in: folder, at: "prefix/share/hcpack/Templates", marker: "installed copy")
         // Without HCPACK_TEMPLATES, which would take precedence.
-        let result = run("env", ["-u", "HCPACK_TEMPLATES", folder.url("prefix/bin/hcpack"), "init", "pkg", "--product-id", "com.example.installed"], in: folder.path)
+        let result = run(
+            "env",
+            ["-u", "HCPACK_TEMPLATES", folder.url("prefix/bin/hcpack"), "init", "pkg", "--product-id", "com.example.installed"],
+            in: folder.path)
         #expect(result.status == 0, "\(result.output)")
         #expect(String(decoding: folder.read("pkg/ContentInfo.plist") ?? [], as: UTF8.self).contains("installed copy"))
         #expect(run(folder.url("prefix/bin/hcpack"), ["verify", "pkg"], in: folder.path).status == 0)

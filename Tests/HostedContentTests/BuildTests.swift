@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every regular file under `root`, by path relative to it.
@@ -56,7 +56,8 @@ struct BuildRoundTripTests {
         for (path, text) in sampleFiles { folder.write("src/" + path, text) }
         let output = folder.url(outputName(format))
         let options = BuildOptions(
-            source: folder.url("src"), output: output, format: format, productIdentifier: "com.example.plain", contentVersion: "2.1")
+            source: folder.url("src"), output: output, format: format, productIdentifier: "com.example.plain",
+            contentVersion: "2.1")
         let result = try Builder.build(options)
         #expect(result.fileCount == sampleFiles.count)
         #expect(result.contentBytes == Int64(sampleFiles.reduce(0) { $0 + $1.1.utf8.count }))
@@ -77,7 +78,9 @@ struct BuildRoundTripTests {
         #expect(info.files == ["art/Café.txt", "index.json", "levels/1.json", "levels/2.json"])
         let integrity = try #require(info.integrity)
         for (path, text) in sampleFiles {
-            #expect(integrity[path] == FileRecord(size: Int64(text.utf8.count), sha256: Hasher.digest(.sha256, of: Array(text.utf8)).hexString))
+            #expect(
+                integrity[path]
+                    == FileRecord(size: Int64(text.utf8.count), sha256: Hasher.digest(.sha256, of: Array(text.utf8)).hexString))
         }
         #expect(String(decoding: plist.prefix(5), as: UTF8.self) == "<?xml")
     }
@@ -112,7 +115,8 @@ struct BuildRoundTripTests {
         for name in ["b.json", "a/z.json", "a.json", "C.json", "a/b/c.json"] { folder.write("src/" + name, "{}") }
         for format in [BuildFormat.zip, .tarGzip] {
             let output = folder.url(outputName(format))
-            try Builder.build(BuildOptions(source: folder.url("src"), output: output, productIdentifier: "p", contentVersion: "1"))
+            try Builder.build(
+                BuildOptions(source: folder.url("src"), output: output, productIdentifier: "p", contentVersion: "1"))
             let reader = try ArchiveReader(path: output)
             var names: [String] = []
             while let entry = try reader.next() {
@@ -122,12 +126,14 @@ struct BuildRoundTripTests {
             }
             #expect(
                 names == [
-                    "ContentInfo.plist", "Contents", "Contents/C.json", "Contents/a", "Contents/a.json", "Contents/a/b", "Contents/a/b/c.json",
+                    "ContentInfo.plist", "Contents", "Contents/C.json", "Contents/a", "Contents/a.json", "Contents/a/b",
+                    "Contents/a/b/c.json",
                     "Contents/a/z.json", "Contents/b.json",
                 ], "\(format)")
         }
         let owners = python(
-            "import tarfile\nfor m in tarfile.open('out.tar.gz'): print(m.uid, m.gid, repr(m.uname), repr(m.gname))", in: folder.path)
+            "import tarfile\nfor m in tarfile.open('out.tar.gz'): print(m.uid, m.gid, repr(m.uname), repr(m.gname))",
+            in: folder.path)
         #expect(Set(owners.output.split(separator: "\n")) == ["0 0 '' ''"], "\(owners.output)")
     }
 }
@@ -165,10 +171,12 @@ struct BuildReproducibilityTests {
         }
         if format == .directory {
             // Trees: same files, same modes, same times.
-            let first = treeFiles(outputs[0]), second = treeFiles(outputs[1])
+            let first = treeFiles(outputs[0])
+            let second = treeFiles(outputs[1])
             #expect(first == second && first.count == 7)
             for relative in first.keys.sorted() + ["Contents", "Contents/empty-folder", "Contents/levels"] {
-                var a = stat(), b = stat()
+                var a = stat()
+                var b = stat()
                 lstat(outputs[0] + "/" + relative, &a)
                 lstat(outputs[1] + "/" + relative, &b)
                 #expect(a.st_mode == b.st_mode && a.st_mtim.tv_sec == b.st_mtim.tv_sec, "\(relative)")
@@ -196,14 +204,16 @@ struct BuildReproducibilityTests {
             count += 1
         }
         #expect(count == 1 + 1 + 2 + sampleFiles.count)  // plist, Contents, art/ and levels/, files
-        let again = try Builder.build(BuildOptions(source: folder.url("pkg"), output: folder.url("again.tar.gz"), sourceDateEpoch: 1_600_000_000))
+        let again = try Builder.build(
+            BuildOptions(source: folder.url("pkg"), output: folder.url("again.tar.gz"), sourceDateEpoch: 1_600_000_000))
         #expect(again.sha256 == result.sha256)
         let other = try Builder.build(BuildOptions(source: folder.url("pkg"), output: folder.url("other.tar.gz")))
         #expect(other.sha256 != result.sha256)
     }
 }
 
-let standardKeysForBuild = "<key>IAPProductIdentifier</key><string>com.example.levels</string><key>ContentVersion</key><string>1.0</string>"
+let standardKeysForBuild =
+    "<key>IAPProductIdentifier</key><string>com.example.levels</string><key>ContentVersion</key><string>1.0</string>"
 
 /// A package source that must not build, and the rule that stops it.
 struct BadSource: CustomStringConvertible, Sendable {
@@ -232,7 +242,9 @@ let badSources: [BadSource] = [
     },
     BadSource(name: "an invalid product identifier override", rule: .productIdentifierSyntax) { folder in
         writeValidPackage(in: folder, root: "src")
-        folder.write("src/ContentInfo.plist", plistXML("<key>IAPProductIdentifier</key><string>not valid!</string><key>ContentVersion</key><string>1</string>"))
+        folder.write(
+            "src/ContentInfo.plist",
+            plistXML("<key>IAPProductIdentifier</key><string>not valid!</string><key>ContentVersion</key><string>1</string>"))
     },
     BadSource(name: "an unparsable plist", rule: .plistParse) { folder in
         writeValidPackage(in: folder, root: "src")
@@ -260,10 +272,14 @@ struct BuildRefusalTests {
     @Test("A missing source is not found; a file source and a plain folder without identity are refused")
     func sourceErrors() throws {
         let folder = TemporaryFolder()
-        let missing = #expect(throws: HCPackError.self) { try Builder.prepare(BuildOptions(source: folder.url("nope"), output: folder.url("o.zip"))) }
+        let missing = #expect(throws: HCPackError.self) {
+            try Builder.prepare(BuildOptions(source: folder.url("nope"), output: folder.url("o.zip")))
+        }
         #expect(missing?.code == .notFound)
         folder.write("file.txt", "x")
-        let file = #expect(throws: HCPackError.self) { try Builder.prepare(BuildOptions(source: folder.url("file.txt"), output: folder.url("o.zip"))) }
+        let file = #expect(throws: HCPackError.self) {
+            try Builder.prepare(BuildOptions(source: folder.url("file.txt"), output: folder.url("o.zip")))
+        }
         #expect(file?.code == .invalidRequest)
         folder.write("plain/a.json", "{}")
         let identity = #expect(throws: HCPackError.self) {
@@ -279,7 +295,11 @@ struct BuildRefusalTests {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg")
         let output = folder.url(outputName(format))
-        if format == .directory { folder.write(outputName(format) + "/old.txt", "old") } else { folder.write(outputName(format), "old") }
+        if format == .directory {
+            folder.write(outputName(format) + "/old.txt", "old")
+        } else {
+            folder.write(outputName(format), "old")
+        }
         let options = BuildOptions(source: folder.url("pkg"), output: output, format: format)
         let refused = #expect(throws: HCPackError.self) { try Builder.build(options) }
         #expect(refused?.code == .invalidRequest)
@@ -292,7 +312,8 @@ struct BuildRefusalTests {
         try Builder.build(forced)
         #expect(!FileSystem.exists(output + "/old.txt"))
         #expect(try Verifier.verify(output).isValid(strict: true))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["pkg", outputName(format)].sorted())
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["pkg", outputName(format)].sorted())
     }
 
     @Test("A format that contradicts the output name, or a name without a known extension, is refused")
@@ -303,7 +324,9 @@ struct BuildRefusalTests {
             try Builder.prepare(BuildOptions(source: folder.url("pkg"), output: folder.url("o.zip"), format: .tarGzip))
         }
         #expect(mismatch?.code == .invalidRequest)
-        let unknown = #expect(throws: HCPackError.self) { try Builder.prepare(BuildOptions(source: folder.url("pkg"), output: folder.url("o.rar"))) }
+        let unknown = #expect(throws: HCPackError.self) {
+            try Builder.prepare(BuildOptions(source: folder.url("pkg"), output: folder.url("o.rar")))
+        }
         #expect(unknown?.message.contains("--format") == true)
         #expect(try Builder.prepare(BuildOptions(source: folder.url("pkg"), output: folder.url("o.tgz"))).format == .tarGzip)
     }
@@ -334,7 +357,10 @@ struct BuildContentTests {
         writeValidPackage(in: folder, root: "pkg")
         // Files is generated, so nothing left out can be listed.
         folder.write("pkg/ContentInfo.plist", plistXML(standardKeysForBuild))
-        for junk in ["Contents/.DS_Store", "Contents/art/._Café.txt", "Contents/__MACOSX/x", "Contents/.git/HEAD", "Contents/Thumbs.db", ".DS_Store"] {
+        for junk in [
+            "Contents/.DS_Store", "Contents/art/._Café.txt", "Contents/__MACOSX/x", "Contents/.git/HEAD", "Contents/Thumbs.db",
+            ".DS_Store",
+        ] {
             folder.write("pkg/" + junk, "junk")
         }
         folder.write("pkg/Contents/notes.tmp", "scratch")
@@ -371,10 +397,12 @@ struct BuildContentTests {
         #expect(CompressionPolicy.auto.choose(head: Array("{}".utf8)) == .store, "tiny files are stored")
         #expect(CompressionPolicy.store.choose(head: json) == .store)
         #expect(CompressionPolicy.deflate.choose(head: random) == .deflate)
-        for magic in [[0xff, 0xd8, 0xff, 0xe0], Array("GIF89a".utf8), Array("RIFF\0\0\0\0WEBP".utf8), [0, 0, 0, 0x18] + Array("ftypheic".utf8),
+        for magic in [
+            [0xff, 0xd8, 0xff, 0xe0], Array("GIF89a".utf8), Array("RIFF\0\0\0\0WEBP".utf8),
+            [0, 0, 0, 0x18] + Array("ftypheic".utf8),
             Array("ID3".utf8), Array("OggS".utf8), [0x50, 0x4b, 0x03, 0x04], [0x1f, 0x8b], [0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00],
-            [0x28, 0xb5, 0x2f, 0xfd], Array("%PDF-1.7".utf8)] as [[UInt8]]
-        {
+            [0x28, 0xb5, 0x2f, 0xfd], Array("%PDF-1.7".utf8),
+        ] as [[UInt8]] {
             let head = magic + Array(repeating: UInt8(ascii: "a"), count: 200)
             #expect(head.withUnsafeBytes { CompressionPolicy.compressedFormat($0) } != nil, "\(magic)")
             #expect(CompressionPolicy.auto.choose(head: head) == .store)
@@ -400,9 +428,13 @@ struct BuildContentTests {
             """, in: folder.path)
         #expect(result.status == 0, "\(result.output)")
         let lines = Set(result.output.split(separator: "\n").map(String.init))
-        #expect(lines.isSuperset(of: ["Contents/image.png 0", "Contents/noise.bin 0", "Contents/data.json 8", "ContentInfo.plist 8"]), "\(lines)")
+        #expect(
+            lines.isSuperset(of: ["Contents/image.png 0", "Contents/noise.bin 0", "Contents/data.json 8", "ContentInfo.plist 8"]),
+            "\(lines)")
         let stored = try Builder.build(
-            BuildOptions(source: folder.url("src"), output: folder.url("stored.zip"), productIdentifier: "p", contentVersion: "1", compression: .store))
+            BuildOptions(
+                source: folder.url("src"), output: folder.url("stored.zip"), productIdentifier: "p", contentVersion: "1",
+                compression: .store))
         #expect(stored.outputBytes > stored.contentBytes)
     }
 
@@ -423,7 +455,8 @@ struct BuildContentTests {
         let folder = TemporaryFolder()
         folder.write("src/a.json", "{}")
         symlink("a.json", folder.url("src/alias.json"))
-        let result = try Builder.build(BuildOptions(source: folder.url("src"), output: folder.url("o.zip"), productIdentifier: "p", contentVersion: "1"))
+        let result = try Builder.build(
+            BuildOptions(source: folder.url("src"), output: folder.url("o.zip"), productIdentifier: "p", contentVersion: "1"))
         #expect(result.problems.rules == [.symlink])
         #expect(result.excluded == [ExcludedEntry(path: "Contents/alias.json", reason: .symlink)])
         #expect(try Verifier.verify(folder.url("o.zip")).problems.problems.isEmpty)
@@ -452,19 +485,29 @@ struct PackageTemplateTests {
     func lookupOrder() throws {
         let folder = TemporaryFolder()
         let source = try #require(FileManager.default.contents(atPath: PackageTemplate.sourceTreeFolder + "/ContentInfo.plist"))
-        for name in ["explicit", "env", "prefix/share/hcpack/Templates"] { folder.write(name + "/ContentInfo.plist", Array(source)) }
+        for name in ["explicit", "env", "prefix/share/hcpack/Templates"] {
+            folder.write(name + "/ContentInfo.plist", Array(source))
+        }
         let installedBinary = folder.url("prefix/bin/hcpack")
         let environment = [PackageTemplate.environmentVariable: folder.url("env")]
 
-        #expect(try PackageTemplate.locate(explicit: folder.url("explicit"), environment: environment, executablePath: installedBinary).folder == folder.url("explicit"))
+        #expect(
+            try PackageTemplate.locate(
+                explicit: folder.url("explicit"), environment: environment, executablePath: installedBinary
+            ).folder == folder.url("explicit"))
         #expect(try PackageTemplate.locate(environment: environment, executablePath: installedBinary).folder == folder.url("env"))
         #expect(try PackageTemplate.locate(executablePath: installedBinary).folder == folder.url("prefix/share/hcpack/Templates"))
-        #expect(try PackageTemplate.locate(executablePath: folder.url("elsewhere/bin/hcpack")).folder == PackageTemplate.sourceTreeFolder)
-        let none = #expect(throws: HCPackError.self) { try PackageTemplate.locate(executablePath: folder.url("x/bin/hcpack"), sourceTree: nil) }
+        #expect(
+            try PackageTemplate.locate(executablePath: folder.url("elsewhere/bin/hcpack")).folder
+                == PackageTemplate.sourceTreeFolder)
+        let none = #expect(throws: HCPackError.self) {
+            try PackageTemplate.locate(executablePath: folder.url("x/bin/hcpack"), sourceTree: nil)
+        }
         #expect(none?.code == .notFound)
         #expect(none?.message.contains(PackageTemplate.environmentVariable) == true)
         let badEnvironment = #expect(throws: HCPackError.self) {
-            try PackageTemplate.locate(environment: [PackageTemplate.environmentVariable: folder.url("missing")], executablePath: installedBinary)
+            try PackageTemplate.locate(
+                environment: [PackageTemplate.environmentVariable: folder.url("missing")], executablePath: installedBinary)
         }
         #expect(badEnvironment?.message.contains(folder.url("missing")) == true)
     }
@@ -474,10 +517,14 @@ struct PackageTemplateTests {
         let folder = TemporaryFolder()
         let template = try PackageTemplate.locate(executablePath: nil)
         for identifier in ["", "has space", "slash/id", String(repeating: "a", count: 101)] {
-            let error = #expect(throws: HCPackError.self) { try template.scaffold(folder.url("a"), productIdentifier: identifier) }
+            let error = #expect(throws: HCPackError.self) {
+                try template.scaffold(folder.url("a"), productIdentifier: identifier)
+            }
             #expect(error?.code == .invalidRequest)
         }
-        #expect(throws: HCPackError.self) { try template.scaffold(folder.url("a"), productIdentifier: "ok", contentVersion: "1.x") }
+        #expect(throws: HCPackError.self) {
+            try template.scaffold(folder.url("a"), productIdentifier: "ok", contentVersion: "1.x")
+        }
         #expect(!FileSystem.exists(folder.url("a")))
 
         folder.write("busy/notes.txt", "mine")
@@ -486,7 +533,9 @@ struct PackageTemplateTests {
         try template.scaffold(folder.url("busy"), productIdentifier: "ok", force: true)
         #expect(folder.read("busy/notes.txt") == Array("mine".utf8))
         let plist = folder.read("busy/ContentInfo.plist")
-        let again = #expect(throws: HCPackError.self) { try template.scaffold(folder.url("busy"), productIdentifier: "other", force: true) }
+        let again = #expect(throws: HCPackError.self) {
+            try template.scaffold(folder.url("busy"), productIdentifier: "other", force: true)
+        }
         #expect(again?.message.contains("never overwrites") == true)
         #expect(folder.read("busy/ContentInfo.plist") == plist)
     }
@@ -505,12 +554,15 @@ struct PackageTemplateTests {
 
 @Suite("build: output inside the source")
 struct BuildOwnOutputTests {
-    @Test("Rebuilding a plain folder into itself leaves the previous output and temporaries out", arguments: [BuildFormat.zip, .directory])
+    @Test(
+        "Rebuilding a plain folder into itself leaves the previous output and temporaries out",
+        arguments: [BuildFormat.zip, .directory])
     func outputInsideSource(_ format: BuildFormat) throws {
         let folder = TemporaryFolder()
         for (path, text) in sampleFiles { folder.write("src/" + path, text) }
         let options = BuildOptions(
-            source: folder.url("src") + "/", defaultOutputFolder: folder.url("src"), format: format, productIdentifier: "com.example.self",
+            source: folder.url("src") + "/", defaultOutputFolder: folder.url("src"), format: format,
+            productIdentifier: "com.example.self",
             contentVersion: "1", force: true)
         let first = try Builder.build(options)
         #expect(first.output == folder.url("src/com.example.self-1" + format.fileExtension))
