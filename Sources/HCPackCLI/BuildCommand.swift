@@ -77,7 +77,15 @@ struct BuildCommand: Command {
     }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
-        let plan = try Builder.prepare(options)
+        let bar = ProgressBar(context: context, enabled: !json && !quiet)
+        let plan: BuildPlan
+        do {
+            plan = try Builder.prepare(options, progress: bar.handler)
+        } catch {
+            bar.finish()
+            throw error
+        }
+        bar.finish()
         guard plan.isValid else {
             if json {
                 context.out(jsonReport(plan: plan, result: nil).rendered() + "\n")
@@ -92,7 +100,6 @@ struct BuildCommand: Command {
             )
             return ExitCode.invalid
         }
-        let bar = ProgressBar(context: context, enabled: !json && !quiet)
         let result: BuildResult
         do {
             result = try Builder.write(plan, options: options, progress: bar.handler)

@@ -66,7 +66,8 @@ public enum Builder {
     /// Validates a build and plans it; writes nothing.
     /// - Throws: `HCPackError` `.notFound` for a missing source, `.invalidRequest` for a source that is not a
     ///   folder, missing identity for a plain folder, or an existing output without `force`.
-    public static func prepare(_ options: BuildOptions) throws(HCPackError) -> BuildPlan {
+    /// - Parameter progress: told of the files hashed so far (phase "checking"; totals are not known yet).
+    public static func prepare(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildPlan {
         let source = normalizedPath(options.source)
         guard let status = try FileSystem.status(source) else {
             throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
@@ -115,8 +116,21 @@ public enum Builder {
 
         let ownOutput = relativePath(output, inside: source)
         let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder, ownOutput: ownOutput)
-        let snapshot = try PackageScanner.scanFolder(
-            source, limits: options.verify.limits, hashFiles: { filter.reason(for: $0) == nil && filter.isContent($0) })
+        var checkedFiles = 0
+        var checkedBytes: Int64 = 0
+        let snapshot = try PackageScanner.scanFolder(source, limits: options.verify.limits) { path in
+            guard filter.reason(for: path) == nil && filter.isContent(path) else { return false }
+            if let progress {
+                // Called just before each file is hashed: count it now, so a long first pass is not silent.
+                progress(
+                    ProgressUpdate(
+                        phase: "checking", completedBytes: checkedBytes, totalBytes: nil, completedFiles: checkedFiles,
+                        totalFiles: nil))
+                checkedFiles += 1
+                checkedBytes += (try? FileSystem.status(source + "/" + path))??.size ?? 0
+            }
+            return true
+        }
 
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
         var entries: [PackageEntry] = []
@@ -204,7 +218,7 @@ public enum Builder {
     @discardableResult
     /// - Throws: `HCPackError` `.invalidPackage` when the package has errors (use `prepare` to get the report).
     public static func build(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildResult {
-        let plan = try prepare(options)
+        let plan = try prepare(options, progress: progress)
         return try write(plan, options: options, progress: progress)
     }
 

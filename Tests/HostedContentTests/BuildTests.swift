@@ -574,3 +574,41 @@ struct BuildOwnOutputTests {
         if format == .zip { #expect(second.sha256 == first.sha256) }
     }
 }
+
+@Suite("build: plist handling")
+struct BuildPlistTests {
+    @Test("A binary source plist is written back as XML, keys and values kept")
+    func binarySourcePlist() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let made = python(
+            """
+            import plistlib
+            d = {'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Extra': [1, True, 'x']}
+            open('pkg/ContentInfo.plist', 'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY, sort_keys=False))
+            """, in: folder.path)
+        #expect(made.status == 0, "\(made.output)")
+        #expect(folder.read("pkg/ContentInfo.plist")?.starts(with: Array("bplist00".utf8)) == true)
+        let result = try Builder.build(BuildOptions(source: folder.url("pkg"), output: folder.url("out.pkg"), format: .directory))
+        #expect(result.productIdentifier == "com.example.binary")
+        let bytes = try #require(folder.read("out.pkg/ContentInfo.plist"))
+        #expect(bytes.starts(with: Array("<?xml".utf8)))
+        let info = try ContentInfo.decode(bytes)
+        #expect(info.dictionary["Extra"] == .array([.integer(1), .boolean(true), .string("x")]))
+        #expect(info.files?.count == sampleFiles.count, "generated: the binary plist had no Files")
+        #expect(info.dictionary.keys == ["IAPProductIdentifier", "ContentVersion", "Extra", "Files", "HCPackIntegrity"])
+    }
+
+    @Test("A stale HCPackIntegrity in the source is replaced by fresh records")
+    func staleIntegrityReplaced() throws {
+        let folder = TemporaryFolder()
+        let stale =
+            "<key>HCPackIntegrity</key><dict><key>index.json</key><dict><key>Size</key><integer>1</integer>"
+            + "<key>SHA256</key><string>\(String(repeating: "0", count: 64))</string></dict></dict>"
+        writeValidPackage(in: folder, root: "pkg", extraKeys: stale)
+        #expect(try Verifier.verify(folder.url("pkg")).problems.hasErrors, "the source itself fails verify")
+        let result = try Builder.build(BuildOptions(source: folder.url("pkg"), output: folder.url("out.zip")))
+        #expect(result.problems.problems.isEmpty)
+        #expect(try Verifier.verify(folder.url("out.zip")).isValid(strict: true))
+    }
+}
