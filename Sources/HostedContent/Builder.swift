@@ -206,7 +206,6 @@ public enum Builder {
         var would = snapshot
         would.entries = entries
         would.contentInfoBytes = plistBytes
-        would.scanProblems = snapshot.scanProblems
         let report = Verifier.check(would, options: options.verify)
 
         return BuildPlan(
@@ -409,6 +408,18 @@ public enum Builder {
     /// the way (with `force`) is moved aside first and removed afterwards.
     private static func commit(_ temporary: String, to output: String, replacing: Bool) throws(HCPackError) {
         guard let existing = try FileSystem.status(output) else {
+            let temporaryIsFolder = (try FileSystem.status(temporary))?.kind == .directory
+            if !temporaryIsFolder && !replacing {
+                // link(2) fails if the output appeared meanwhile, where rename(2) would replace it.
+                if link(temporary, output) == 0 {
+                    unlink(temporary)
+                    return
+                }
+                if errno == EEXIST {
+                    throw HCPackError(.invalidRequest, "\(output) already exists; use --force to replace it", path: output)
+                }
+                // Some file systems have no hard links: fall back to rename.
+            }
             guard rename(temporary, output) == 0 else { throw HCPackError.system("rename into", path: output, errno: errno) }
             return
         }
