@@ -57,6 +57,9 @@ public struct BuildPlan: Sendable {
 /// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
 /// the first entry), `write` streams each file again in 1 MiB chunks, hashing it once more so a file that
 /// changed in between fails the build rather than contradicting its record.
+///
+/// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips
+/// across hosts run with `TZ=UTC0`, as the `hcpack` executable does.
 public enum Builder {
     /// Names left out of every build: `PackagePath.isJunk` plus version-control folders.
     public static func isDefaultExcluded(name: String) -> Bool {

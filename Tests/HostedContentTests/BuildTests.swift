@@ -612,3 +612,24 @@ struct BuildPlistTests {
         #expect(try Verifier.verify(folder.url("out.zip")).isValid(strict: true))
     }
 }
+
+@Suite("build: progress")
+struct BuildProgressTests {
+    final class Updates { var all: [ProgressUpdate] = [] }
+
+    @Test("Progress reports the hashing pass, then packing up to every byte and file")
+    func updates() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let updates = Updates()
+        let result = try Builder.build(
+            BuildOptions(source: folder.url("pkg"), output: folder.url("o.zip")), progress: { updates.all.append($0) })
+        let checking = updates.all.filter { $0.phase == "checking" }
+        let packing = updates.all.filter { $0.phase == "packing" }
+        #expect(checking.count == sampleFiles.count)
+        #expect(packing.last?.completedBytes == result.contentBytes)
+        #expect(packing.last?.completedFiles == result.fileCount)
+        #expect(packing.allSatisfy { $0.totalBytes == result.contentBytes && $0.totalFiles == sampleFiles.count })
+        #expect(zip(packing, packing.dropFirst()).allSatisfy { $0.completedBytes <= $1.completedBytes })
+    }
+}
