@@ -105,8 +105,10 @@ public struct ExcludedEntry: Sendable, Hashable {
 
     /// Path relative to the built package's root ("Contents/.DS_Store").
     public var path: String
+    /// Why it is left out.
     public var reason: Reason
 
+    /// Names an entry left out.
     public init(path: String, reason: Reason) {
         self.path = path
         self.reason = reason
@@ -117,8 +119,11 @@ public struct ExcludedEntry: Sendable, Hashable {
 public struct BuildResult: Sendable {
     /// The output path.
     public var output: String
+    /// What was written.
     public var format: BuildFormat
+    /// IAPProductIdentifier of the built plist.
     public var productIdentifier: String
+    /// ContentVersion of the built plist.
     public var contentVersion: String
     /// Regular files written under Contents/.
     public var fileCount: Int

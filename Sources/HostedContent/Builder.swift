@@ -29,10 +29,13 @@ public struct BuildPlan: Sendable {
         var sha256: [UInt8]
     }
 
+    /// The source folder, without trailing slashes.
     public var source: String
+    /// Whether the source is a package folder or a plain folder of content.
     public var sourceKind: SourceKind
     /// Where the output goes.
     public var output: String
+    /// What is written there.
     public var format: BuildFormat
     /// The built plist (nil when the source plist could not be read: the report says why).
     public var contentInfo: ContentInfo?
