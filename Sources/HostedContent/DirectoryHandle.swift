@@ -270,13 +270,34 @@ public final class WritableFile {
         if let failure { throw failure }
     }
 
-    /// Sets the mode exactly (whatever the umask), flushes the data to disk and closes the file.
-    public func finish(mode: mode_t = 0o644) throws(HCPackError) {
+    /// Sets the mode exactly (whatever the umask), flushes the data to disk (unless `synchronize` is false:
+    /// the caller then syncs the whole file system once) and closes the file.
+    public func finish(mode: mode_t = 0o644, synchronize: Bool = true) throws(HCPackError) {
         guard fchmod(descriptor, mode) == 0 else { throw HCPackError.system("chmod", path: path, errno: errno) }
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
+        if synchronize {
+            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
+        }
         let result = close(descriptor)
         descriptor = -1
         guard result == 0 else { throw HCPackError.system("close", path: path, errno: errno) }
+    }
+}
+
+/// `syncfs(2)`, which Glibc's Swift module does not export (it is a GNU extension): looked up once with `dlsym`.
+enum FileSystemSync {
+    private typealias Function = @convention(c) (Int32) -> Int32
+    private static let function: Function? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
+        return unsafeBitCast(symbol, to: Function.self)
+    }()
+
+    /// True when `syncfs` exists; otherwise callers fsync file by file.
+    static var isAvailable: Bool { function != nil }
+
+    /// Flushes every file of the file system holding `directory` to disk.
+    static func synchronize(_ directory: DirectoryHandle) throws(HCPackError) {
+        guard let function else { return }
+        guard function(directory.descriptor) == 0 else { throw HCPackError.system("syncfs", path: directory.path, errno: errno) }
     }
 }
 

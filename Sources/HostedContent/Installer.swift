@@ -417,6 +417,7 @@ private final class InstallSession {
         if plan.status == .unchanged { return result }
         guard let staging else { throw HCPackError(.io, "internal error: no staging folder", path: destinationPath) }
 
+        try staging.synchronize()
         // The journal marks every path that may hold our bytes after a crash, before the first rename.
         let wantedPaths = Set(wanted.map(\.path))
         let carried = (plan.journal?.files ?? []).filter { !wantedPaths.contains($0.path) }

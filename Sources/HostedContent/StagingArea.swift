@@ -127,6 +127,11 @@ public final class StagingArea {
         return try directory.openDirectories(Array(parts))
     }
 
+    /// Makes every staged file durable, so a file renamed into place is complete even after a power loss.
+    public func synchronize() throws(HCPackError) {
+        try FileSystemSync.synchronize(directory)
+    }
+
     /// Removes the staging folder and everything in it.
     public func remove() throws(HCPackError) {
         lastFolder = nil
@@ -150,9 +155,10 @@ public final class StagedFileWriter {
         area.account(bytes: Int64(bytes.count))
     }
 
-    /// Sets mode 0644, fsyncs and closes: once renamed into place the file is complete even after a crash.
+    /// Sets mode 0644 and closes. The data reaches the disk through `StagingArea.synchronize()` (one `syncfs`
+    /// for all files), or here with `fsync` where `syncfs` is missing.
     public func finish() throws(HCPackError) {
-        try file.finish(mode: 0o644)
+        try file.finish(mode: 0o644, synchronize: !FileSystemSync.isAvailable)
         area.accountFile()
     }
 }
