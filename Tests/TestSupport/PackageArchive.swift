@@ -43,7 +43,8 @@ public struct PackageArchive {
     public var root = ""
     /// Entries added after the package's (names as given, not under `root`).
     public var extra: [Entry] = []
-    /// Generated files under Contents/ (`count` files of `size` bytes, pseudo-random from `seed`), listed too.
+    /// Generated files under Contents/ ("PREFIX<n/50>/file-<n>.bin": `count` files of `size` incompressible
+    /// bytes, the same for the same `seed`), listed too.
     public var generated: (prefix: String, count: Int, size: Int, seed: Int)?
 
     public init(format: Format = .zip, version: String = "1.0", files: [(String, String)] = sampleFiles) {
@@ -78,31 +79,6 @@ public struct PackageArchive {
         return path
     }
 
-    /// The bytes each installed path should hold (relative to DEST), generated files included.
-    public func expectedFiles() -> [String: [UInt8]] {
-        var result: [String: [UInt8]] = [:]
-        for (path, data) in files where listed == nil || listed?.contains(path) == true { result[path] = data }
-        if let generated {
-            for index in 0..<generated.count {
-                result[Self.generatedName(generated.prefix, index)] = Self.generatedData(seed: generated.seed, index: index, size: generated.size)
-            }
-        }
-        return result
-    }
-
-    static func generatedName(_ prefix: String, _ index: Int) -> String { "\(prefix)\(index / 50)/file-\(index).bin" }
-
-    /// The same bytes the Python script generates: a simple 64-bit LCG, one byte per step.
-    static func generatedData(seed: Int, index: Int, size: Int) -> [UInt8] {
-        var state = UInt64(seed &* 1_000_003 &+ index)
-        var bytes = [UInt8](repeating: 0, count: size)
-        for position in 0..<size {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            bytes[position] = UInt8(truncatingIfNeeded: state >> 33)
-        }
-        return bytes
-    }
-
     static let script = #"""
         import base64, hashlib, io, json, plistlib, sys, tarfile, zipfile
         spec = json.load(open(sys.argv[1]))
@@ -110,14 +86,10 @@ public struct PackageArchive {
         files = [(p, base64.b64decode(b)) for p, b in spec["files"]]
         gen = spec.get("generated")
         if gen:
-            mask = (1 << 64) - 1
+            import random
             for i in range(gen["count"]):
-                state = (gen["seed"] * 1000003 + i) & mask
-                out = bytearray(gen["size"])
-                for k in range(gen["size"]):
-                    state = (state * 6364136223846793005 + 1442695040888963407) & mask
-                    out[k] = (state >> 33) & 0xff
-                files.append(("%s%d/file-%d.bin" % (gen["prefix"], i // 50, i), bytes(out)))
+                data = random.Random(gen["seed"] * 1000003 + i).randbytes(gen["size"])
+                files.append(("%s%d/file-%d.bin" % (gen["prefix"], i // 50, i), data))
         info = {"IAPProductIdentifier": spec["product"], "ContentVersion": spec["version"]}
         listed = spec.get("listed")
         if listed is None:
