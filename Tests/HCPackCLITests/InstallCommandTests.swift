@@ -146,6 +146,20 @@ struct InstallCommandTests {
         #expect(again.stdout.isEmpty && again.stderr.isEmpty)
     }
 
+    @Test("An upgrade says which modified file it kept")
+    func keptMessage() {
+        let folder = bench()
+        let v1 = PackageArchive(files: [("a.txt", "a"), ("b.txt", "b")]).write(to: folder.url("v1.zip"))
+        let v2 = PackageArchive(version: "2", files: [("a.txt", "a")]).write(to: folder.url("v2.zip"))
+        #expect(hcpack(["install", v1, "--dest", "dest"], in: folder.path).status == 0)
+        folder.write("dest/b.txt", "b, edited")
+        let result = hcpack(["install", v2, "--dest", "dest"], in: folder.path)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("kept \(folder.url("dest/b.txt")): the previous version installed it, but it changed since"))
+        #expect(result.stdout.contains("upgraded com.example.levels 2 (was 1.0)"))
+        #expect(folder.read("dest/b.txt") == Array("b, edited".utf8))
+    }
+
     @Test("Refusals exit 1: wrong product, wrong version, downgrade, user file; --force overrides the last two")
     func refusals() {
         let folder = bench()

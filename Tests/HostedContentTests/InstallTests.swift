@@ -312,6 +312,48 @@ struct InstallTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: bench.sentinel).isEmpty)
     }
 
+    @Test("Progress reports unpacking, then installing up to every byte and file")
+    func progress() throws {
+        let bench = InstallBench()
+        let archive = bench.archive(PackageArchive())
+        var updates: [ProgressUpdate] = []
+        let outcome = try Installer.install(archive, options: InstallOptions(destination: bench.dest)) { updates.append($0) }
+        guard case .completed(let result) = outcome else { throw HCPackError(.io, "rejected") }
+        #expect(updates.first?.phase == "unpacking")
+        let last = try #require(updates.last)
+        #expect(last.phase == "installing")
+        #expect(last.completedFiles == sampleFiles.count && last.totalFiles == sampleFiles.count)
+        #expect(last.completedBytes == result.bytes && last.totalBytes == result.bytes)
+    }
+
+    @Test("A listed path under .hcpack/ is refused: DEST/.hcpack holds hcpack's own records")
+    func reservedFolder() throws {
+        let bench = InstallBench()
+        var package = PackageArchive()
+        package.files.append((".hcpack/receipts/com.example.levels.json", Array("{}".utf8)))
+        do {
+            _ = try bench.install(bench.archive(package))
+            Issue.record("the install went through")
+        } catch {
+            #expect(error.code == .invalidPackage)
+            #expect(error.message.contains(".hcpack"))
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bench.dest).isEmpty)
+    }
+
+    @Test("A damaged receipt counts as absent: its files are then not known to be hcpack's")
+    func damagedReceipt() throws {
+        let bench = InstallBench()
+        let archive = bench.archive(PackageArchive(files: [("a.txt", "one")]), name: "v1")
+        try bench.installed(archive)
+        bench.folder.write("dest/.hcpack/receipts/com.example.levels.json", "not json")
+        let v2 = bench.archive(PackageArchive(version: "2", files: [("a.txt", "two")]), name: "v2")
+        #expect(throws: HCPackError.self) { try bench.install(v2) }
+        let result = try bench.installed(v2) { $0.force = true }
+        #expect(result.previousVersion == nil)
+        #expect(bench.read("a.txt") == Array("two".utf8))
+    }
+
     @Test("A held lock makes a second install fail at once with .locked, or wait")
     func locked() throws {
         let bench = InstallBench()
