@@ -130,6 +130,8 @@ private final class InstallSession {
     var staging: StagingArea?
     /// Set once the journal is on disk: from then on DEST may change, and a failure keeps the journal.
     var committed = false
+    /// The Contents/-relative name each file to install has in the archive (and so in staging).
+    var stagedNames: [ExactPath: String] = [:]
 
     init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
         self.options = options
@@ -203,13 +205,18 @@ private final class InstallSession {
         return .completed(result)
     }
 
-    /// Verify's report, with the problems that only warn for verify made errors: install writes regular
-    /// files only, so a package relying on a link would be installed incomplete.
+    /// Verify's report, with some problems that only warn for verify made errors: install writes regular
+    /// files only, so a package relying on a link would arrive incomplete; and a setuid or setgid entry has
+    /// no innocent reason to be in hosted content (world-writable modes, common from sloppy zip tools, stay
+    /// warnings: installed files get 0644 anyway).
     static func installReport(_ report: VerificationReport) -> VerificationReport {
+        var setID: Set<ExactPath> = []
+        for entry in report.snapshot.entries where entry.permissions & 0o6000 != 0 { setID.insert(ExactPath(entry.path)) }
         var problems = ProblemList()
         for problem in report.problems.problems {
-            let refused: Set<Rule> = [.symlink, .hardlink]
-            problems.add(problem.rule, path: problem.path, problem.message, severity: refused.contains(problem.rule) ? .error : problem.severity)
+            let refused = problem.rule == .symlink || problem.rule == .hardlink
+                || (problem.rule == .unsafePermissions && setID.contains(ExactPath(problem.path)))
+            problems.add(problem.rule, path: problem.path, problem.message, severity: refused ? .error : problem.severity)
         }
         var copy = report
         copy.problems = problems
@@ -273,6 +280,8 @@ private final class InstallSession {
                 throw HCPackError(.invalidPackage, "\(archive): Contents/\(path) is not a regular file in the package; run hcpack verify on it", path: archive)
             }
             result.append(InstalledFile(path: path, size: entry.size, sha256: digest.hexString))
+            // Files may spell a name in another Unicode normalization than the archive: stage by the archive's.
+            stagedNames[ExactPath(path)] = String(entry.path.dropFirst("Contents/".count))
         }
         return result.sorted { $0.path < $1.path }
     }
@@ -440,11 +449,11 @@ private final class InstallSession {
                 destinationFolder = (folderPath, target)
                 for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
             }
-            let stagedPath = package.contentsPrefix + file.path
-            guard let source = try staging.folder(of: stagedPath) else {
+            let stagedPath = package.contentsPrefix + (stagedNames[ExactPath(file.path)] ?? file.path)
+            guard let source = try staging.folder(of: stagedPath), let stagedLeaf = stagedPath.split(separator: "/").last else {
                 throw HCPackError(.io, "internal error: \(stagedPath) was not staged", path: stagedPath)
             }
-            try source.rename(leaf, to: target, leaf)
+            try source.rename(String(stagedLeaf), to: target, leaf)
             result.installed.append(file.path)
             result.bytes += file.size
             progress?(

@@ -91,6 +91,22 @@ struct InstallCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["dest", "hostile.\(package.format.rawValue)", "sentinel"])
     }
 
+    @Test("Every archive of the shared hostile catalogue is refused with exit 1, touching nothing", arguments: hostileArchives)
+    func hostileCatalogue(_ hostile: HostileArchive) throws {
+        let folder = bench()
+        folder.makeFolder("input")
+        let made = python(hostile.program, in: folder.url("input"))
+        try #require(made.status == 0, "fixture script failed: \(made.output)")
+        let before = treeListing(folder.url("dest"))
+        // The entry limit as verify's hostile suite sets it, so "too many entries" trips it.
+        let result = hcpack(["install", folder.url("input/" + hostile.file), "--dest", "dest", "--max-entries", "1000"], in: folder.path)
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(hostile.rules.contains { result.stdout.contains("[\($0)]") }, "expected one of \(hostile.rules.sorted()): \(result.stdout)")
+        #expect(treeListing(folder.url("dest")) == before)
+        #expect(treeListing(folder.url("sentinel")).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/hcpack-abs"))
+    }
+
     @Test("Every missing or damaged listed file is reported in one run")
     func allProblemsTogether() {
         let folder = bench()
