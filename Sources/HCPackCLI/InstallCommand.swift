@@ -43,7 +43,8 @@ struct InstallCommand: Command {
         options.expectedProductIdentifier = arguments.value("expect-product-id")
         if let version = arguments.value("expect-version") {
             guard ContentVersion(version) != nil else {
-                throw UsageError("--expect-version '\(version)' is not a version (integers separated by periods, such as 1.2)", command: name)
+                throw UsageError(
+                    "--expect-version '\(version)' is not a version (integers separated by periods, such as 1.2)", command: name)
             }
             options.expectedVersion = version
         }
@@ -54,7 +55,9 @@ struct InstallCommand: Command {
             limits.maxEntryBytes = min(limits.maxEntryBytes, maxBytes)
         }
         if let maxEntries = try arguments.integer("max-entries") {
-            guard maxEntries > 0, maxEntries <= Int64(Int.max) else { throw UsageError("--max-entries must be positive", command: name) }
+            guard maxEntries > 0, maxEntries <= Int64(Int.max) else {
+                throw UsageError("--max-entries must be positive", command: name)
+            }
             limits.maxEntries = Int(maxEntries)
         }
         if let text = arguments.value("max-ratio") {
@@ -105,7 +108,8 @@ struct InstallCommand: Command {
             text += "\(problem.severity.rawValue): [\(problem.rule.rawValue)] \(location)\(problem.message)\n"
         }
         for path in result.kept {
-            text += "kept \(destination)/\(path): the previous version installed it, but it changed since; remove it yourself if unneeded\n"
+            text +=
+                "kept \(destination)/\(path): the previous version installed it, but it changed since; remove it yourself if unneeded\n"
         }
         let identity = "\(result.productIdentifier) \(result.version)"
         switch result.status {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An exclusive `flock` on `DEST/.hcpack/lock`, so two installs into one folder never interleave.
@@ -42,7 +42,8 @@ public final class DestinationLock {
             throw HCPackError.system("flock", path: folder.describe(fileName), errno: code)
         }
         // The holder we waited for may have removed the file: a lock on an unlinked inode protects nothing.
-        var held = stat(), current = stat()
+        var held = stat()
+        var current = stat()
         guard fstat(descriptor, &held) == 0, fstatat(folder.descriptor, fileName, &current, AT_SYMLINK_NOFOLLOW) == 0,
             held.st_ino == current.st_ino, held.st_dev == current.st_dev
         else {

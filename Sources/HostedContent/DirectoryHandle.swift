@@ -1,9 +1,9 @@
 import Digest
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An open folder: every operation is relative to its descriptor (`openat`, `mkdirat`, `renameat`, ...)
@@ -40,7 +40,9 @@ public final class DirectoryHandle {
             let code = errno
             if code == ENOENT { return nil }
             if code == ENOTDIR || code == ELOOP {
-                throw HCPackError(.io, "\(describe(name)) is not a folder (a file or symlink is in the way); move it away and run again", path: describe(name))
+                throw HCPackError(
+                    .io, "\(describe(name)) is not a folder (a file or symlink is in the way); move it away and run again",
+                    path: describe(name))
             }
             throw HCPackError.system("open", path: describe(name), errno: code)
         }
@@ -141,7 +143,9 @@ public final class DirectoryHandle {
             }
             if count == 0 { return result }
             guard result.count + count <= limit else {
-                throw HCPackError(.io, "\(describe(name)) is larger than \(limit) bytes; it is not a file hcpack wrote, remove it", path: describe(name))
+                throw HCPackError(
+                    .io, "\(describe(name)) is larger than \(limit) bytes; it is not a file hcpack wrote, remove it",
+                    path: describe(name))
             }
             result += buffer[..<count]
         }

@@ -4,10 +4,12 @@ import Foundation
 public struct InstalledFile: Sendable, Equatable, Codable {
     /// Path relative to DEST (the same as relative to the package's Contents/).
     public var path: String
+    /// Size in bytes.
     public var size: Int64
     /// Lowercase hexadecimal SHA-256.
     public var sha256: String
 
+    /// A record of one file.
     public init(path: String, size: Int64, sha256: String) {
         self.path = path
         self.size = size
@@ -25,12 +27,16 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     /// The receipt format; bumped if fields ever change meaning.
     public static let currentFormat = 1
 
+    /// `currentFormat` when written by this hcpack.
     public var format: Int
+    /// The product the files belong to.
     public var productIdentifier: String
+    /// The installed ContentVersion, as written in the package.
     public var version: String
     /// Installed files, sorted by path.
     public var files: [InstalledFile]
 
+    /// A receipt in the current format; `files` are sorted by path.
     public init(productIdentifier: String, version: String, files: [InstalledFile]) {
         self.format = Self.currentFormat
         self.productIdentifier = productIdentifier
@@ -61,13 +67,17 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
 /// After a crash, a file at a journal path whose size and digest match the journal was put there by hcpack,
 /// so the next install may replace or remove it instead of refusing it as a user file.
 public struct InstallJournal: Sendable, Equatable, Codable {
+    /// The receipt format number.
     public var format: Int
+    /// The product being installed.
     public var productIdentifier: String
+    /// The version being installed.
     public var version: String
     /// Files that may be at their final paths after a crash (about to be placed, or placed by an earlier
     /// interrupted install), sorted by path.
     public var files: [InstalledFile]
 
+    /// A journal in the current format; `files` are sorted by path.
     public init(productIdentifier: String, version: String, files: [InstalledFile]) {
         self.format = InstallReceipt.currentFormat
         self.productIdentifier = productIdentifier

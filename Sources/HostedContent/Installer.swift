@@ -1,9 +1,9 @@
 import Digest
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Settings for `Installer.install`.
@@ -23,6 +23,7 @@ public struct InstallOptions: Sendable {
     /// Rules and read limits (`verify.limits.archive` bounds entries, bytes and compression ratio).
     public var verify: VerifyOptions
 
+    /// Options for installing into `destination`; everything else off by default.
     public init(
         destination: String, installAll: Bool = false, expectedProductIdentifier: String? = nil,
         expectedVersion: String? = nil, force: Bool = false, wait: Bool = false, verify: VerifyOptions = VerifyOptions()
@@ -51,8 +52,11 @@ public enum InstallStatus: String, Sendable {
 
 /// The result of an install that went through.
 public struct InstallResult: Sendable {
+    /// What happened to DEST as a whole.
     public var status: InstallStatus
+    /// The package's IAPProductIdentifier.
     public var productIdentifier: String
+    /// The package's ContentVersion, as written.
     public var version: String
     /// The version the receipt recorded before, if any.
     public var previousVersion: String?
@@ -99,13 +103,16 @@ public enum Installer {
     /// - Throws: `HCPackError`: `.invalidPackage` for a refused install (wrong product or version, downgrade,
     ///   a user file in the way, no Files list) with DEST untouched; `.notFound`, `.permissionDenied`,
     ///   `.diskFull`, `.io`, `.locked` for the environment.
-    public static func install(_ archive: String, options: InstallOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> InstallOutcome {
+    public static func install(_ archive: String, options: InstallOptions, progress: ProgressHandler? = nil) throws(HCPackError)
+        -> InstallOutcome
+    {
         guard let archiveStatus = try FileSystem.status(archive) else {
             throw HCPackError(.notFound, "\(archive): no such archive; check the path", path: archive)
         }
         if archiveStatus.kind == .directory {
             throw HCPackError(
-                .invalidRequest, "\(archive) is a folder; install reads archives (zip, tar, xar): pack the folder first (hcpack build)",
+                .invalidRequest,
+                "\(archive) is a folder; install reads archives (zip, tar, xar): pack the folder first (hcpack build)",
                 path: archive)
         }
         let session = try InstallSession(options: options, progress: progress)
@@ -147,7 +154,8 @@ private final class InstallSession {
                 path: path)
         }
         guard status.kind == .directory else {
-            throw HCPackError(.notFound, "\(path) is a \(status.kind.noun), not a folder; pass the destination folder", path: path)
+            throw HCPackError(
+                .notFound, "\(path) is a \(status.kind.noun), not a folder; pass the destination folder", path: path)
         }
         destination = try DirectoryHandle.open(path)
         // A waiting install whose lock file was removed under it starts over (see DestinationLock).
@@ -214,7 +222,8 @@ private final class InstallSession {
         for entry in report.snapshot.entries where entry.permissions & 0o6000 != 0 { setID.insert(ExactPath(entry.path)) }
         var problems = ProblemList()
         for problem in report.problems.problems {
-            let refused = problem.rule == .symlink || problem.rule == .hardlink
+            let refused =
+                problem.rule == .symlink || problem.rule == .hardlink
                 || (problem.rule == .unsafePermissions && setID.contains(ExactPath(problem.path)))
             problems.add(problem.rule, path: problem.path, problem.message, severity: refused ? .error : problem.severity)
         }
@@ -233,18 +242,23 @@ private final class InstallSession {
 
     func identify(_ report: VerificationReport, archive: String) throws(HCPackError) -> Package {
         guard let info = report.contentInfo, let identifier = info.productIdentifier, let version = info.version else {
-            throw HCPackError(.invalidPackage, "\(archive): ContentInfo.plist has no usable IAPProductIdentifier or ContentVersion; run hcpack verify on it", path: archive)
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive): ContentInfo.plist has no usable IAPProductIdentifier or ContentVersion; run hcpack verify on it",
+                path: archive)
         }
         if let expected = options.expectedProductIdentifier, expected != identifier {
             throw HCPackError(
-                .invalidPackage, "\(archive) holds product '\(identifier)', not the expected '\(expected)'; check that you downloaded the right package",
+                .invalidPackage,
+                "\(archive) holds product '\(identifier)', not the expected '\(expected)'; check that you downloaded the right package",
                 path: archive)
         }
         if let expected = options.expectedVersion {
             let matches = ContentVersion(expected).map { $0 == version } ?? (expected == version.text)
             if !matches {
                 throw HCPackError(
-                    .invalidPackage, "\(archive) holds version \(version.text) of '\(identifier)', not the expected \(expected); check that you downloaded the right package",
+                    .invalidPackage,
+                    "\(archive) holds version \(version.text) of '\(identifier)', not the expected \(expected); check that you downloaded the right package",
                     path: archive)
             }
         }
@@ -265,19 +279,23 @@ private final class InstallSession {
             paths = files
         } else {
             throw HCPackError(
-                .invalidPackage, "\(archive): ContentInfo.plist has no Files key, so there is no list of files to install; add Files (hcpack build writes it) or pass --all to install every file under Contents/",
+                .invalidPackage,
+                "\(archive): ContentInfo.plist has no Files key, so there is no list of files to install; add Files (hcpack build writes it) or pass --all to install every file under Contents/",
                 path: archive)
         }
         var result: [InstalledFile] = []
         for path in paths {
             if path.split(separator: "/").first == Substring(Installer.metadataFolder) {
                 throw HCPackError(
-                    .invalidPackage, "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
+                    .invalidPackage,
+                    "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
                     path: archive)
             }
             guard PackagePath.unsafeArchiveNameReason(path) == nil, let entry = byPath[path], let digest = entry.sha256 else {
                 // Verify reports these as errors; this only guards against a rule being relaxed later.
-                throw HCPackError(.invalidPackage, "\(archive): Contents/\(path) is not a regular file in the package; run hcpack verify on it", path: archive)
+                throw HCPackError(
+                    .invalidPackage, "\(archive): Contents/\(path) is not a regular file in the package; run hcpack verify on it",
+                    path: archive)
             }
             result.append(InstalledFile(path: path, size: entry.size, sha256: digest.hexString))
             // Files may spell a name in another Unicode normalization than the archive: stage by the archive's.
@@ -337,7 +355,9 @@ private final class InstallSession {
     func makePlan(package: Package, wanted: [InstalledFile]) throws(HCPackError) -> Plan {
         var plan = Plan()
         let identifier = package.productIdentifier
-        if let bytes = try metadata.openDirectory(Installer.receiptsFolder)?.readFile(Installer.receiptName(identifier), limit: Installer.recordLimit) {
+        if let bytes = try metadata.openDirectory(Installer.receiptsFolder)?.readFile(
+            Installer.receiptName(identifier), limit: Installer.recordLimit)
+        {
             plan.previous = InstallReceipt.decode(bytes).flatMap { $0.productIdentifier == identifier ? $0 : nil }
         }
         if let bytes = try metadata.readFile(Installer.journalName(identifier), limit: Installer.recordLimit) {
@@ -346,7 +366,8 @@ private final class InstallSession {
         let previousVersion = plan.previous.flatMap { ContentVersion($0.version) }
         if let previousVersion, previousVersion > package.version, !options.force {
             throw HCPackError(
-                .invalidPackage, "\(destinationPath) has version \(previousVersion.text) of '\(identifier)'; this package is the older \(package.version.text). Pass --force to downgrade",
+                .invalidPackage,
+                "\(destinationPath) has version \(previousVersion.text) of '\(identifier)'; this package is the older \(package.version.text). Pass --force to downgrade",
                 path: destinationPath)
         }
         let owned = plan.previous?.recordsByPath ?? [:]
@@ -354,7 +375,7 @@ private final class InstallSession {
 
         var conflicts: [String] = []
         for file in wanted {
-            let where_ = destinationPath + "/" + file.path
+            let location = destinationPath + "/" + file.path
             switch try inspect(file.path) {
             case .absent:
                 plan.place.append(file)
@@ -364,15 +385,18 @@ private final class InstallSession {
                 } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]]) != nil || options.force {
                     plan.place.append(file)
                 } else {
-                    conflicts.append("\(where_): a file hcpack did not install (or one changed since) is in the way; move it away or pass --force to overwrite it")
+                    conflicts.append(
+                        "\(location): a file hcpack did not install (or one changed since) is in the way; move it away or pass --force to overwrite it"
+                    )
                 }
             case .other(let kind):
                 if kind == .directory {
-                    conflicts.append("\(where_) is a folder where the package has a file; remove or rename the folder")
+                    conflicts.append("\(location) is a folder where the package has a file; remove or rename the folder")
                 } else if options.force {
                     plan.place.append(file)  // rename replaces the link or special file itself, never its target
                 } else {
-                    conflicts.append("\(where_) is a \(kind.noun) where the package has a file; remove it or pass --force to replace it")
+                    conflicts.append(
+                        "\(location) is a \(kind.noun) where the package has a file; remove it or pass --force to replace it")
                 }
             case .blocked(let message):
                 conflicts.append(message)
@@ -406,7 +430,8 @@ private final class InstallSession {
                 plan.status = .downgraded
             } else {
                 let sameReceipt = plan.previous == receipt(package, wanted)
-                plan.status = plan.place.isEmpty && plan.remove.isEmpty && sameReceipt && plan.journal == nil ? .unchanged : .installed
+                plan.status =
+                    plan.place.isEmpty && plan.remove.isEmpty && sameReceipt && plan.journal == nil ? .unchanged : .installed
             }
         }
         return plan
@@ -418,7 +443,9 @@ private final class InstallSession {
 
     // MARK: Placing
 
-    func execute(_ plan: Plan, package: Package, wanted: [InstalledFile], snapshot: PackageSnapshot, report: VerificationReport) throws(HCPackError) -> InstallResult {
+    func execute(_ plan: Plan, package: Package, wanted: [InstalledFile], snapshot: PackageSnapshot, report: VerificationReport)
+        throws(HCPackError) -> InstallResult
+    {
         var result = InstallResult(
             status: plan.status, productIdentifier: package.productIdentifier, version: package.version.text,
             previousVersion: plan.previous?.version, installed: [], skipped: plan.skip, removed: [], kept: plan.keep,
@@ -430,7 +457,8 @@ private final class InstallSession {
         // The journal marks every path that may hold our bytes after a crash, before the first rename.
         let wantedPaths = Set(wanted.map(\.path))
         let carried = (plan.journal?.files ?? []).filter { !wantedPaths.contains($0.path) }
-        let journal = InstallJournal(productIdentifier: package.productIdentifier, version: package.version.text, files: wanted + carried)
+        let journal = InstallJournal(
+            productIdentifier: package.productIdentifier, version: package.version.text, files: wanted + carried)
         try metadata.writeAtomically(Installer.journalName(package.productIdentifier), journal.encoded())
         committed = true
 
@@ -458,19 +486,24 @@ private final class InstallSession {
             result.bytes += file.size
             progress?(
                 ProgressUpdate(
-                    phase: "installing", completedBytes: result.bytes, totalBytes: totalBytes, completedFiles: result.installed.count,
+                    phase: "installing", completedBytes: result.bytes, totalBytes: totalBytes,
+                    completedFiles: result.installed.count,
                     totalFiles: plan.place.count))
         }
         destinationFolder = nil
 
         for path in plan.remove {
             var parts = path.split(separator: "/")
-            guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts) else { continue }
+            guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts) else {
+                continue
+            }
             try folder.removeFile(leaf)
             result.removed.append(path)
             // Folders that only held removed files go too; a folder with anything else in it stays.
             while let last = parts.popLast() {
-                guard let parent = try destination.openDirectories(parts), parent.removeEmptyDirectory(String(last)) else { break }
+                guard let parent = try destination.openDirectories(parts), parent.removeEmptyDirectory(String(last)) else {
+                    break
+                }
             }
             for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
         }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A private folder inside `DEST/.hcpack/` that receives archive data as it streams.
@@ -21,8 +21,9 @@ public final class StagingArea {
     private let parent: DirectoryHandle
     /// Conflicts found while writing (names the file system treats as one, a file where a folder must go).
     public private(set) var problems = ProblemList()
-    /// Bytes and files written so far.
+    /// Bytes written so far.
     public private(set) var writtenBytes: Int64 = 0
+    /// Files written so far.
     public private(set) var writtenFiles = 0
     private let progress: ProgressHandler?
     /// The folder of the previous file: archives list a folder's files together, so this saves most opens.
@@ -111,12 +112,15 @@ public final class StagingArea {
     private func conflict(_ name: String) {
         problems.add(
             .duplicateEntry, path: name,
-            "the entry collides with another one on this file system (a file and a folder with one name, or names that differ only in case); rename one of them")
+            "the entry collides with another one on this file system (a file and a folder with one name, or names that differ only in case); rename one of them"
+        )
     }
 
     fileprivate func account(bytes: Int64) {
         writtenBytes += bytes
-        progress?(ProgressUpdate(phase: "unpacking", completedBytes: writtenBytes, totalBytes: nil, completedFiles: writtenFiles, totalFiles: nil))
+        progress?(
+            ProgressUpdate(
+                phase: "unpacking", completedBytes: writtenBytes, totalBytes: nil, completedFiles: writtenFiles, totalFiles: nil))
     }
 
     fileprivate func accountFile() { writtenFiles += 1 }

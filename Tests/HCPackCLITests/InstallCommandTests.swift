@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A hostile or broken archive that install must refuse, leaving DEST as it was.
@@ -76,7 +76,9 @@ struct InstallCommandTests {
         return folder
     }
 
-    @Test("A hostile or broken archive is refused with exit 1; DEST and its surroundings stay byte-identical", arguments: HostileCase.allCases)
+    @Test(
+        "A hostile or broken archive is refused with exit 1; DEST and its surroundings stay byte-identical",
+        arguments: HostileCase.allCases)
     func hostile(_ hostile: HostileCase) throws {
         let folder = bench()
         let package = hostile.package(sentinel: folder.url("sentinel"))
@@ -88,7 +90,10 @@ struct InstallCommandTests {
         #expect(result.stderr.contains("nothing was written"))
         #expect(treeListing(folder.url("dest")) == before)
         #expect(treeListing(folder.url("sentinel")).isEmpty)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["dest", "hostile.\(package.format.rawValue)", "sentinel"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+                "dest", "hostile.\(package.format.rawValue)", "sentinel",
+            ])
     }
 
     @Test("Every archive of the shared hostile catalogue is refused with exit 1, touching nothing", arguments: hostileArchives)
@@ -99,9 +104,12 @@ struct InstallCommandTests {
         try #require(made.status == 0, "fixture script failed: \(made.output)")
         let before = treeListing(folder.url("dest"))
         // The entry limit as verify's hostile suite sets it, so "too many entries" trips it.
-        let result = hcpack(["install", folder.url("input/" + hostile.file), "--dest", "dest", "--max-entries", "1000"], in: folder.path)
+        let result = hcpack(
+            ["install", folder.url("input/" + hostile.file), "--dest", "dest", "--max-entries", "1000"], in: folder.path)
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
-        #expect(hostile.rules.contains { result.stdout.contains("[\($0)]") }, "expected one of \(hostile.rules.sorted()): \(result.stdout)")
+        #expect(
+            hostile.rules.contains { result.stdout.contains("[\($0)]") },
+            "expected one of \(hostile.rules.sorted()): \(result.stdout)")
         #expect(treeListing(folder.url("dest")) == before)
         #expect(treeListing(folder.url("sentinel")).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: "/tmp/hcpack-abs"))
@@ -171,7 +179,8 @@ struct InstallCommandTests {
         folder.write("dest/b.txt", "b, edited")
         let result = hcpack(["install", v2, "--dest", "dest"], in: folder.path)
         #expect(result.status == 0)
-        #expect(result.stdout.contains("kept \(folder.url("dest/b.txt")): the previous version installed it, but it changed since"))
+        #expect(
+            result.stdout.contains("kept \(folder.url("dest/b.txt")): the previous version installed it, but it changed since"))
         #expect(result.stdout.contains("upgraded com.example.levels 2 (was 1.0)"))
         #expect(folder.read("dest/b.txt") == Array("b, edited".utf8))
     }
@@ -246,14 +255,19 @@ struct InstallCommandTests {
         #expect(bytes.status == 1)
         #expect(bytes.stdout.contains("[archive.limit-exceeded]"))
         #expect(treeListing(folder.url("dest")) == before)
-        #expect(hcpack(["install", archive, "--dest", "dest", "--max-entries", "20", "--max-bytes", "100000"], in: folder.path).status == 0)
+        #expect(
+            hcpack(["install", archive, "--dest", "dest", "--max-entries", "20", "--max-bytes", "100000"], in: folder.path).status
+                == 0)
     }
 
     @Test("help lists the install options")
     func help() {
         let result = hcpack(["help", "install"])
         #expect(result.status == 0)
-        for option in ["--dest DIR", "--all", "--expect-product-id ID", "--expect-version V", "--force", "--wait", "--max-bytes N", "--max-entries N", "--max-ratio R", "--json", "--quiet"] {
+        for option in [
+            "--dest DIR", "--all", "--expect-product-id ID", "--expect-version V", "--force", "--wait", "--max-bytes N",
+            "--max-entries N", "--max-ratio R", "--json", "--quiet",
+        ] {
             #expect(result.stdout.contains(option), "\(option)")
         }
     }

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs the built hcpack binary in a child process, its output discarded or captured.
@@ -38,7 +38,10 @@ final class SmallFileSystem {
     let path: String
 
     init?(at path: String, size: String) {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/bin/mount") || FileManager.default.isExecutableFile(atPath: "/usr/bin/mount") else {
+        guard getuid() == 0,
+            FileManager.default.isExecutableFile(atPath: "/bin/mount")
+                || FileManager.default.isExecutableFile(atPath: "/usr/bin/mount")
+        else {
             return nil
         }
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -54,7 +57,10 @@ func regularFiles(_ root: String) -> [String: Data] {
     var result: [String: Data] = [:]
     guard let enumerator = FileManager.default.enumerator(atPath: root) else { return result }
     while let path = enumerator.nextObject() as? String {
-        if path == ".hcpack" { enumerator.skipDescendants(); continue }
+        if path == ".hcpack" {
+            enumerator.skipDescendants()
+            continue
+        }
         var info = stat()
         guard lstat(root + "/" + path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
         result[path] = FileManager.default.contents(atPath: root + "/" + path)
@@ -91,7 +97,9 @@ struct InstallRobustnessTests {
         let binary = hcpackBinary()
 
         // References: the clean results, and the bytes each version installs.
-        let fresh = base + "/fresh", upgraded = base + "/upgraded", withV1 = base + "/with-v1"
+        let fresh = base + "/fresh"
+        let upgraded = base + "/upgraded"
+        let withV1 = base + "/with-v1"
         for dest in [fresh, upgraded] {
             folder.write(String(dest.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
         }
@@ -101,9 +109,11 @@ struct InstallRobustnessTests {
         #expect(run(binary, ["install", v1, "--dest", upgraded]).status == 0)
         copyTree(upgraded, to: withV1)
         #expect(run(binary, ["install", v2, "--dest", upgraded]).status == 0)
-        let v1Files = regularFiles(withV1), v2Files = regularFiles(fresh)
+        let v1Files = regularFiles(withV1)
+        let v2Files = regularFiles(fresh)
         #expect(v2Files.count == 102 && v1Files.count == 102)
-        let freshListing = treeListing(fresh), upgradedListing = treeListing(upgraded)
+        let freshListing = treeListing(fresh)
+        let upgradedListing = treeListing(upgraded)
         let useStrace = run("strace", ["-V"]).status == 0
 
         var generator = SystemRandomNumberGenerator()
@@ -122,7 +132,10 @@ struct InstallRobustnessTests {
                 let when = 1 + (index * 37) % 104
                 child = ChildInstall(
                     "/usr/bin/env",
-                    ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)", binary, "install", v2, "--dest", dest])
+                    [
+                        "strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)",
+                        binary, "install", v2, "--dest", dest,
+                    ])
                 try child.start()
             } else {
                 child = ChildInstall(binary, ["install", v2, "--dest", dest])
@@ -140,7 +153,9 @@ struct InstallRobustnessTests {
             }
             let rerun = run(binary, ["install", v2, "--dest", dest])
             #expect(rerun.status == 0, "run \(index): \(rerun.output)")
-            #expect(treeListing(dest) == (isUpgrade ? upgradedListing : freshListing), "run \(index) ended elsewhere than a clean install")
+            #expect(
+                treeListing(dest) == (isUpgrade ? upgradedListing : freshListing),
+                "run \(index) ended elsewhere than a clean install")
             try? FileManager.default.removeItem(atPath: dest)
         }
         #expect(killedRuns >= 12, "most runs were interrupted (\(killedRuns) of 24)")
@@ -168,7 +183,8 @@ struct InstallRobustnessTests {
         folder.write("dest/mine.txt", "user file\n")
         let dest = folder.url("dest")
         let before = treeListing(dest)
-        let result = run("/bin/bash", ["-c", "ulimit -f 40; trap '' XFSZ; exec \"$0\" install \"$1\" --dest \"$2\"", binary, archive, dest])
+        let result = run(
+            "/bin/bash", ["-c", "ulimit -f 40; trap '' XFSZ; exec \"$0\" install \"$1\" --dest \"$2\"", binary, archive, dest])
         #expect(result.status == 3, "\(result.output)")
         #expect(result.output.contains("File too large"), "\(result.output)")
         #expect(treeListing(dest) == before, "no staging folder, lock or .hcpack left")
@@ -187,7 +203,8 @@ struct InstallRobustnessTests {
             let dest = folder.url("dest-\(round)")
             folder.makeFolder("dest-\(round)")
             let arguments = ["install", v2, "--dest", dest, "--json"] + (wait ? ["--wait"] : [])
-            let first = ChildInstall(binary, arguments), second = ChildInstall(binary, arguments)
+            let first = ChildInstall(binary, arguments)
+            let second = ChildInstall(binary, arguments)
             try first.start()
             try second.start()
             let outcomes = [first.finish(), second.finish()]

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A destination folder with a sentinel folder next to it (to prove nothing is written beside DEST).
@@ -23,7 +23,8 @@ final class InstallBench {
         package.write(to: folder.url("\(name).\(package.format.rawValue)"))
     }
 
-    func install(_ archive: String, _ configure: (inout InstallOptions) -> Void = { _ in }) throws(HCPackError) -> InstallOutcome {
+    func install(_ archive: String, _ configure: (inout InstallOptions) -> Void = { _ in }) throws(HCPackError) -> InstallOutcome
+    {
         var options = InstallOptions(destination: dest)
         configure(&options)
         return try Installer.install(archive, options: options)
@@ -31,7 +32,8 @@ final class InstallBench {
 
     /// Installs and requires success.
     @discardableResult
-    func installed(_ archive: String, _ configure: (inout InstallOptions) -> Void = { _ in }) throws(HCPackError) -> InstallResult {
+    func installed(_ archive: String, _ configure: (inout InstallOptions) -> Void = { _ in }) throws(HCPackError) -> InstallResult
+    {
         let outcome = try install(archive, configure)
         guard case .completed(let result) = outcome else {
             if case .rejected(let report) = outcome { Issue.record("rejected: \(report.problems.problems)") }
@@ -50,7 +52,9 @@ final class InstallBench {
 
 @Suite("install: domain")
 struct InstallTests {
-    @Test("An archive installs byte for byte, with mode 0644, a receipt and no leftovers", arguments: [PackageArchive.Format.zip, .tgz])
+    @Test(
+        "An archive installs byte for byte, with mode 0644, a receipt and no leftovers",
+        arguments: [PackageArchive.Format.zip, .tgz])
     func roundTrip(_ format: PackageArchive.Format) throws {
         let bench = InstallBench()
         let package = PackageArchive(format: format)
@@ -84,7 +88,9 @@ struct InstallTests {
     @Test("An upgrade replaces changed files, removes dropped ones, and keeps a dropped file the user modified")
     func upgrade() throws {
         let bench = InstallBench()
-        let v1 = PackageArchive(files: [("a.txt", "a1"), ("same.txt", "same"), ("old/gone.txt", "gone"), ("edited.txt", "original")])
+        let v1 = PackageArchive(files: [
+            ("a.txt", "a1"), ("same.txt", "same"), ("old/gone.txt", "gone"), ("edited.txt", "original"),
+        ])
         try bench.installed(bench.archive(v1, name: "v1"))
         let sameInode = try #require(bench.status("same.txt")).st_ino
         bench.folder.write("dest/edited.txt", "the user changed this")
@@ -101,7 +107,8 @@ struct InstallTests {
         #expect(bench.read("edited.txt") == Array("the user changed this".utf8))
         #expect(bench.status("old") == nil, "the folder that only held the removed file is gone")
         #expect(bench.status("same.txt")?.st_ino == sameInode, "an identical file is not rewritten")
-        let receipt = try #require(bench.folder.read("dest/.hcpack/receipts/com.example.levels.json").flatMap(InstallReceipt.decode))
+        let receipt = try #require(
+            bench.folder.read("dest/.hcpack/receipts/com.example.levels.json").flatMap(InstallReceipt.decode))
         #expect(receipt.version == "1.1")
         #expect(receipt.files.map(\.path) == ["a.txt", "new/b.txt", "same.txt"])
     }
@@ -121,7 +128,9 @@ struct InstallTests {
         for (index, (path, _)) in sampleFiles.enumerated() {
             let after = try #require(bench.status(path))
             #expect(after.st_ino == before[index]?.st_ino, "\(path)")
-            #expect(after.st_mtim.tv_sec == before[index]?.st_mtim.tv_sec && after.st_mtim.tv_nsec == before[index]?.st_mtim.tv_nsec, "\(path)")
+            #expect(
+                after.st_mtim.tv_sec == before[index]?.st_mtim.tv_sec && after.st_mtim.tv_nsec == before[index]?.st_mtim.tv_nsec,
+                "\(path)")
         }
         #expect(bench.status(".hcpack/receipts/com.example.levels.json")?.st_mtim.tv_nsec == receiptBefore?.st_mtim.tv_nsec)
     }
@@ -261,7 +270,10 @@ struct InstallTests {
         bench.folder.write("dest/.hcpack/staging-dead0000/Contents/b.txt", "b")
         let journal = InstallJournal(
             productIdentifier: "com.example.levels", version: "1.0",
-            files: [InstalledFile(path: "a.txt", size: 5, sha256: sha256Hex("new a")), InstalledFile(path: "b.txt", size: 1, sha256: sha256Hex("b"))])
+            files: [
+                InstalledFile(path: "a.txt", size: 5, sha256: sha256Hex("new a")),
+                InstalledFile(path: "b.txt", size: 1, sha256: sha256Hex("b")),
+            ])
         bench.folder.write("dest/.hcpack/journal-com.example.levels.json", journal.encoded())
         let result = try bench.installed(archive)
         #expect(result.installed == ["b.txt"])
@@ -274,7 +286,9 @@ struct InstallTests {
         let bench = InstallBench()
         let archive = bench.archive(PackageArchive(files: [("a.txt", "new a")]))
         bench.folder.write("dest/a.txt", "partial or user bytes")
-        let journal = InstallJournal(productIdentifier: "com.example.levels", version: "1.0", files: [InstalledFile(path: "a.txt", size: 5, sha256: sha256Hex("new a"))])
+        let journal = InstallJournal(
+            productIdentifier: "com.example.levels", version: "1.0",
+            files: [InstalledFile(path: "a.txt", size: 5, sha256: sha256Hex("new a"))])
         bench.folder.write("dest/.hcpack/journal-com.example.levels.json", journal.encoded())
         #expect(throws: HCPackError.self) { try bench.install(archive) }
         #expect(bench.read("a.txt") == Array("partial or user bytes".utf8))

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A package archive made by Python's zipfile/tarfile, so tests control every entry (including hostile ones)
@@ -10,12 +10,17 @@ import Glibc
 public struct PackageArchive {
     /// One raw archive entry besides the package's own.
     public struct Entry {
+        /// What the entry is.
         public enum Kind: String { case file, dir, symlink, hardlink, fifo, chardev }
+        /// The name exactly as stored.
         public var name: String
         public var kind: Kind
+        /// Data of a file entry.
         public var data: [UInt8]
+        /// Target of a symlink or hard link.
         public var target: String?
 
+        /// An entry; a file by default.
         public init(_ name: String, _ kind: Kind = .file, data: [UInt8] = [], target: String? = nil) {
             self.name = name
             self.kind = kind
@@ -24,10 +29,16 @@ public struct PackageArchive {
         }
     }
 
-    public enum Format: String, Sendable { case zip, tar, tgz = "tar.gz" }
+    /// The archive format written.
+    public enum Format: String, Sendable {
+        case zip, tar
+        case tgz = "tar.gz"
+    }
 
     public var format: Format = .zip
+    /// IAPProductIdentifier.
     public var product = "com.example.levels"
+    /// ContentVersion.
     public var version = "1.0"
     /// Files under Contents/, in archive order.
     public var files: [(String, [UInt8])] = []
@@ -47,6 +58,7 @@ public struct PackageArchive {
     /// bytes, the same for the same `seed`), listed too.
     public var generated: (prefix: String, count: Int, size: Int, seed: Int)?
 
+    /// A package of `files` (path under Contents/, text), all listed, with integrity records.
     public init(format: Format = .zip, version: String = "1.0", files: [(String, String)] = sampleFiles) {
         self.format = format
         self.version = version
@@ -60,12 +72,17 @@ public struct PackageArchive {
         var spec: [String: Any] = [
             "format": format.rawValue, "output": path, "product": product, "version": version,
             "files": files.map { [$0.0, base64($0.1)] }, "filesKey": filesKey, "integrity": integrity, "root": root,
-            "overrides": Dictionary(uniqueKeysWithValues: integrityOverrides.map { ($0.key, ["Size": $0.value.size, "SHA256": $0.value.sha256]) }),
-            "extra": extra.map { ["name": $0.name, "type": $0.kind.rawValue, "data": base64($0.data), "target": $0.target ?? ""] },
+            "overrides": Dictionary(
+                uniqueKeysWithValues: integrityOverrides.map { ($0.key, ["Size": $0.value.size, "SHA256": $0.value.sha256]) }),
+            "extra": extra.map {
+                ["name": $0.name, "type": $0.kind.rawValue, "data": base64($0.data), "target": $0.target ?? ""]
+            },
         ]
         if let listed { spec["listed"] = listed }
         if let generated {
-            spec["generated"] = ["prefix": generated.prefix, "count": generated.count, "size": generated.size, "seed": generated.seed]
+            spec["generated"] = [
+                "prefix": generated.prefix, "count": generated.count, "size": generated.size, "seed": generated.seed,
+            ]
         }
         let specPath = path + ".spec.json"
         if let data = try? JSONSerialization.data(withJSONObject: spec) {
@@ -165,7 +182,8 @@ public func treeListing(_ root: String) -> [String] {
                 let data = FileManager.default.contents(atPath: root + "/" + path) ?? Data()
                 lines.append("f \(path) \(mode) \(data.count) \(data.base64EncodedString().hashValue) \(Array(data.prefix(64)))")
             case S_IFLNK:
-                lines.append("l \(path) -> \((try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + path)) ?? "?")")
+                lines.append(
+                    "l \(path) -> \((try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + path)) ?? "?")")
             default:
                 lines.append("? \(path) \(info.st_mode)")
             }
