@@ -70,6 +70,8 @@ public struct InstallResult: Sendable {
     public var kept: [String]
     /// Bytes placed by this install.
     public var bytes: Int64
+    /// Bytes written to the staging folder: files DEST already held with the recorded bytes are not staged.
+    public var stagedBytes: Int64
     /// The verification of the package (warnings only, or none).
     public var report: VerificationReport
 }
@@ -197,6 +199,10 @@ private final class InstallSession {
         }
         let staging = try StagingArea(in: metadata, progress: progress)
         self.staging = staging
+        if !options.force {
+            // With --force a changed file may need the package's bytes after all: stage everything then.
+            staging.inPlaceNames = { [unowned self] plistName, bytes in self.namesInPlace(plistName: plistName, plist: bytes) }
+        }
         let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
         let report = Self.installReport(Verifier.check(snapshot, options: options.verify))
         if !report.isValid() {
@@ -304,6 +310,28 @@ private final class InstallSession {
         return result.sorted { $0.path < $1.path }
     }
 
+    /// Archive names of content files that DEST already holds with the bytes this plist records, as installed
+    /// by hcpack (the receipt records the same size and digest, and the file has that size now).
+    func namesInPlace(plistName: String, plist: [UInt8]) -> Set<String> {
+        let prefix = plistName.dropLast(ContentInfo.fileName.count) + "Contents/"
+        guard let info = try? ContentInfo.decode(plist, limits: options.verify.limits.plist),
+            let identifier = info.productIdentifier, let files = info.files,
+            let records = try? info.parseIntegrity(),
+            let receiptBytes = try? metadata.openDirectory(Installer.receiptsFolder)?.readFile(
+                Installer.receiptName(identifier), limit: Installer.recordLimit),
+            let receipt = InstallReceipt.decode(receiptBytes), receipt.productIdentifier == identifier
+        else { return [] }
+        let owned = receipt.recordsByPath
+        var names: Set<String> = []
+        for path in files where PackagePath.unsafeArchiveNameReason(path) == nil {
+            guard let record = records[path], owned[path] == record, case .file(let size)? = try? inspect(path),
+                size == record.size
+            else { continue }
+            names.insert(prefix + path)
+        }
+        return names
+    }
+
     // MARK: Planning
 
     /// What is at a target path.
@@ -409,6 +437,12 @@ private final class InstallSession {
                     + conflicts.joined(separator: "\n  "),
                 path: destinationPath)
         }
+        // A file judged in place while streaming (so not staged) that changed since: its bytes are not at hand.
+        for file in plan.place where staging?.wasSkipped(stagedPath(package, file)) == true {
+            throw HCPackError(
+                .io, "\(destinationPath)/\(file.path) changed while the archive was being read; run the install again",
+                path: destinationPath + "/" + file.path)
+        }
 
         // Files of the previous install (or of an interrupted one) that this version no longer lists.
         let wantedPaths = Set(wanted.map(\.path))
@@ -437,6 +471,11 @@ private final class InstallSession {
         return plan
     }
 
+    /// Where a file to install is in the archive, and so in the staging folder.
+    func stagedPath(_ package: Package, _ file: InstalledFile) -> String {
+        package.contentsPrefix + (stagedNames[ExactPath(file.path)] ?? file.path)
+    }
+
     func receipt(_ package: Package, _ wanted: [InstalledFile]) -> InstallReceipt {
         InstallReceipt(productIdentifier: package.productIdentifier, version: package.version.text, files: wanted)
     }
@@ -449,7 +488,7 @@ private final class InstallSession {
         var result = InstallResult(
             status: plan.status, productIdentifier: package.productIdentifier, version: package.version.text,
             previousVersion: plan.previous?.version, installed: [], skipped: plan.skip, removed: [], kept: plan.keep,
-            bytes: 0, report: report)
+            bytes: 0, stagedBytes: staging?.writtenBytes ?? 0, report: report)
         if plan.status == .unchanged { return result }
         guard let staging else { throw HCPackError(.io, "internal error: no staging folder", path: destinationPath) }
 
@@ -477,9 +516,9 @@ private final class InstallSession {
                 destinationFolder = (folderPath, target)
                 for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
             }
-            let stagedPath = package.contentsPrefix + (stagedNames[ExactPath(file.path)] ?? file.path)
-            guard let source = try staging.folder(of: stagedPath), let stagedLeaf = stagedPath.split(separator: "/").last else {
-                throw HCPackError(.io, "internal error: \(stagedPath) was not staged", path: stagedPath)
+            let stagedName = stagedPath(package, file)
+            guard let source = try staging.folder(of: stagedName), let stagedLeaf = stagedName.split(separator: "/").last else {
+                throw HCPackError(.io, "internal error: \(stagedName) was not staged", path: stagedName)
             }
             try source.rename(String(stagedLeaf), to: target, leaf)
             result.installed.append(file.path)

@@ -252,6 +252,7 @@ struct ArchiveCollector {
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
+                if !plistTooBig && indexByPath[ExactPath(name)] == nil { staging?.plistRead(name, plist) }
             }
         }
         if let existing = indexByPath[ExactPath(name)] {

@@ -26,6 +26,12 @@ public final class StagingArea {
     /// Files written so far.
     public private(set) var writtenFiles = 0
     private let progress: ProgressHandler?
+    /// Says, for a ContentInfo.plist read from the archive, which archive names DEST already holds with exactly
+    /// the bytes the plist records: those are hashed as they stream but not written (see `plistRead`).
+    public var inPlaceNames: ((_ plistName: String, _ plist: [UInt8]) -> Set<String>)?
+    private var skippable: Set<String> = []
+    /// Content files not written because DEST already held them.
+    public private(set) var skipped: Set<String> = []
     /// The folder of the previous file: archives list a folder's files together, so this saves most opens.
     private var lastFolder: (path: String, handle: DirectoryHandle)?
 
@@ -65,11 +71,25 @@ public final class StagingArea {
         return parts.count >= 3 && parts[1] == "Contents" && !PackagePath.isJunk(String(parts[0]))
     }
 
-    /// Starts writing the entry `name` (an archive name); nil when it need not be staged or conflicts
-    /// with an entry already staged (recorded in `problems`).
+    /// Called by the scanner with each ContentInfo.plist candidate as soon as it is read. Archives made by
+    /// hcpack list the plist before Contents/, so a same-version reinstall or an upgrade that keeps most files
+    /// stages only what changed, and needs no free space for the rest.
+    func plistRead(_ name: String, _ bytes: [UInt8]) {
+        if let inPlaceNames { skippable.formUnion(inPlaceNames(name, bytes)) }
+    }
+
+    /// True when `archivePath` was not staged because DEST already held its bytes.
+    public func wasSkipped(_ archivePath: String) -> Bool { skipped.contains(archivePath) }
+
+    /// Starts writing the entry `name` (an archive name); nil when it need not be staged, is already in place
+    /// in DEST (recorded in `skipped`), or conflicts with an entry already staged (recorded in `problems`).
     /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
     public func beginFile(_ name: String) throws(HCPackError) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
+        if skippable.contains(name) {
+            skipped.insert(name)
+            return nil
+        }
         var parts = name.split(separator: "/")
         guard let leaf = parts.popLast() else { return nil }
         let folderPath = parts.joined(separator: "/")

@@ -190,6 +190,25 @@ struct InstallRobustnessTests {
         #expect(treeListing(dest) == before, "no staging folder, lock or .hcpack left")
     }
 
+    @Test("Reinstalling on a nearly full file system works: files already in place are not staged again")
+    func reinstallOnFullDisk() throws {
+        let folder = TemporaryFolder()
+        var package = PackageArchive()
+        package.generated = ("big/", 60, 50_000, 4)  // 3 MB, incompressible
+        let archive = package.write(to: folder.url("big.zip"))
+        // Needs a small file system: root mounts a tmpfs; elsewhere `ulimit -f` cannot model free space.
+        guard let small = SmallFileSystem(at: folder.url("small"), size: "4m") else { return }
+        let dest = small.path + "/dest"
+        folder.makeFolder("small/dest")
+        let binary = hcpackBinary()
+        #expect(run(binary, ["install", archive, "--dest", dest]).status == 0)
+        let before = treeListing(dest)
+        let again = run(binary, ["install", archive, "--dest", dest])
+        #expect(again.status == 0, "\(again.output)")
+        #expect(again.output.contains("already installed"))
+        #expect(treeListing(dest) == before)
+    }
+
     @Test("Two installs into one DEST at once never interleave: one waits or fails cleanly, the result is a clean install")
     func concurrent() throws {
         let folder = TemporaryFolder()

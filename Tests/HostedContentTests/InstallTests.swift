@@ -135,6 +135,38 @@ struct InstallTests {
         #expect(bench.status(".hcpack/receipts/com.example.levels.json")?.st_mtim.tv_nsec == receiptBefore?.st_mtim.tv_nsec)
     }
 
+    @Test("Files DEST already holds with the recorded bytes are not staged again (no free space needed for them)")
+    func inPlaceFilesAreNotStaged() throws {
+        let bench = InstallBench()
+        let v1 = PackageArchive(files: [("a.txt", "same"), ("b.txt", "one")])
+        #expect(try bench.installed(bench.archive(v1, name: "v1")).stagedBytes == 7)
+        #expect(try bench.installed(bench.archive(v1, name: "v1")).stagedBytes == 0)
+        let v2 = PackageArchive(version: "2", files: [("a.txt", "same"), ("b.txt", "two!")])
+        let result = try bench.installed(bench.archive(v2, name: "v2"))
+        #expect(result.stagedBytes == 4, "only b.txt changed")
+        #expect(result.skipped == ["a.txt"])
+        #expect(bench.read("b.txt") == Array("two!".utf8))
+    }
+
+    @Test("A same-size edit of an installed file is caught although the file was not staged; --force restores it")
+    func sameSizeEdit() throws {
+        let bench = InstallBench()
+        let archive = bench.archive(PackageArchive(files: [("a.txt", "original")]))
+        try bench.installed(archive)
+        bench.folder.write("dest/a.txt", "ORIGINAL")
+        do {
+            _ = try bench.install(archive)
+            Issue.record("the edited file was overwritten or accepted")
+        } catch {
+            #expect(error.code == .invalidPackage)
+            #expect(error.message.contains("a.txt"))
+        }
+        #expect(bench.read("a.txt") == Array("ORIGINAL".utf8))
+        let forced = try bench.installed(archive) { $0.force = true }
+        #expect(forced.installed == ["a.txt"])
+        #expect(bench.read("a.txt") == Array("original".utf8))
+    }
+
     @Test("A same-version install restores a file the user deleted or changed")
     func repair() throws {
         let bench = InstallBench()
