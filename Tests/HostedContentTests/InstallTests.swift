@@ -167,7 +167,7 @@ struct InstallTests {
         #expect(bench.read("a.txt") == Array("original".utf8))
     }
 
-    @Test("A same-version install restores a file the user deleted or changed")
+    @Test("A same-version install restores a file the user deleted")
     func repair() throws {
         let bench = InstallBench()
         let archive = bench.archive(PackageArchive())
