@@ -115,6 +115,32 @@ struct InstallCommandTests {
         #expect(!FileManager.default.fileExists(atPath: "/tmp/hcpack-abs"))
     }
 
+    @Test("Round trip: hcpack build, then install, gives the source files byte for byte", arguments: ["zip", "tar.gz"])
+    func buildThenInstall(_ format: String) throws {
+        let folder = bench()
+        writeValidPackage(in: folder, root: "pkg")
+        folder.write("pkg/Contents/levels/big.bin", (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+        folder.write(
+            "pkg/ContentInfo.plist",
+            plistXML(
+                """
+                <key>IAPProductIdentifier</key><string>com.example.levels</string>
+                <key>ContentVersion</key><string>1.0</string>
+                \(filesXML(sampleFiles.map(\.0) + ["levels/big.bin"]))
+                """))
+        let built = hcpack(["build", "pkg", "-o", "p.\(format)"], in: folder.path)
+        try #require(built.status == 0, "\(built.stdout)\(built.stderr)")
+        let result = hcpack(["install", "p.\(format)", "--dest", "dest", "--json"], in: folder.path)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(jsonObject(result.stdout)?["installed"] as? [String] == (sampleFiles.map(\.0) + ["levels/big.bin"]).sorted())
+        for path in sampleFiles.map(\.0) + ["levels/big.bin"] {
+            #expect(folder.read("dest/" + path) == folder.read("pkg/Contents/" + path), "\(path)")
+        }
+        #expect(folder.read("dest/mine.txt") == Array("the user's file".utf8))
+        let again = hcpack(["install", "p.\(format)", "--dest", "dest", "--json"], in: folder.path)
+        #expect(jsonObject(again.stdout)?["status"] as? String == "unchanged")
+    }
+
     @Test("Every missing or damaged listed file is reported in one run")
     func allProblemsTogether() {
         let folder = bench()
