@@ -169,6 +169,13 @@ public enum PackageScanner {
 
     /// Streams an archive once: names are checked, every file is hashed, ContentInfo.plist is kept in memory.
     public static func scanArchive(_ path: String, limits: ReadLimits = ReadLimits()) throws(HCPackError) -> PackageSnapshot {
+        try readArchive(path, limits: limits, staging: nil)
+    }
+
+    /// Streams an archive once, like `scanArchive`, and also writes every entry that may be a content file
+    /// into `staging` as it streams (install). Conflicts found while staging join the snapshot's problems.
+    /// - Throws: `HCPackError` when the archive cannot be read or staging fails (disk full, permission).
+    static func readArchive(_ path: String, limits: ReadLimits, staging: StagingArea?) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
         do {
             reader = try ArchiveReader(path: path, limits: limits.archive)
@@ -187,8 +194,10 @@ public enum PackageScanner {
         var complete = true
         do {
             while let header = try reader.next() {
-                try collector.add(header, reader: reader)
+                try collector.add(header, reader: reader, staging: staging)
             }
+        } catch let error as HCPackError {
+            throw error  // staging failed: the environment, not the package
         } catch let error as ArchiveError {
             complete = false
             switch error.code {
@@ -209,6 +218,7 @@ public enum PackageScanner {
             complete = false
             collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
         }
+        if let staging { collector.problems.append(contentsOf: staging.problems) }
         let format = reader.formatName ?? "unknown"
         if complete, format.hasPrefix("ZIP"), let end = ZipEndRecord.read(path: path) {
             if let declared = end.declaredEntries, declared != collector.entriesRead {
@@ -233,7 +243,7 @@ public enum PackageScanner {
 }
 
 /// Gathers archive entries with archive-root-relative names, then picks the package root.
-private struct ArchiveCollector {
+struct ArchiveCollector {
     let plistLimit: Int
     var entries: [PackageEntry] = []
     var indexByPath: [ExactPath: Int] = [:]
@@ -247,7 +257,8 @@ private struct ArchiveCollector {
 
     init(plistLimit: Int) { self.plistLimit = plistLimit }
 
-    mutating func add(_ header: ArchiveEntry, reader: ArchiveReader) throws {
+    /// Records one entry; a regular file's data is hashed and, when `staging` wants it, written there.
+    mutating func add(_ header: ArchiveEntry, reader: ArchiveReader, staging: StagingArea? = nil) throws {
         entriesRead += 1
         let raw = header.path ?? String(decoding: header.pathBytes, as: UTF8.self)
         let name = PackagePath.normalizeArchiveName(raw)
@@ -270,18 +281,23 @@ private struct ArchiveCollector {
             var plist: [UInt8] = []
             var plistTooBig = false
             let limit = plistLimit
+            // A second entry with this name is never staged: the first one's data would be overwritten.
+            let writer = indexByPath[ExactPath(name)] == nil ? try staging?.beginFile(name) : nil
             let count = try reader.readData { chunk in
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
                 hasher.update(chunk)
+                try writer?.write(chunk)
                 if isPlist && !plistTooBig {
                     if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
                 }
             }
+            try writer?.finish()
             entry.size = count
             entry.sha256 = hasher.finalize()
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
+                if !plistTooBig && indexByPath[ExactPath(name)] == nil { staging?.plistRead(name, plist) }
             }
         }
         if let existing = indexByPath[ExactPath(name)] {
