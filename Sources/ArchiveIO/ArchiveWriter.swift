@@ -78,8 +78,34 @@ public final class ArchiveWriter {
     }
     private var state = State.ready
 
+    /// Receives the archive's bytes as libarchive produces them; a thrown error fails the write.
+    public typealias Output = (UnsafeRawBufferPointer) throws(ArchiveError) -> Void
+
+    /// Keeps the output closure alive for libarchive's callbacks and remembers the first error it threw.
+    private final class OutputBox {
+        let output: Output
+        var error: ArchiveError?
+        init(_ output: @escaping Output) { self.output = output }
+    }
+    private var outputBox: OutputBox?
+
+    /// Starts an archive whose bytes go to `output` (`archive_write_open2`): the caller can hash and write them
+    /// in one pass instead of reading the file back.
+    public convenience init(format: ArchiveWriteFormat, output: @escaping Output) throws(ArchiveError) {
+        try self.init(format: format, opening: .callback(OutputBox(output)))
+    }
+
     /// Starts an archive on `fileDescriptor` (`archive_write_open_fd`); the caller owns and closes the descriptor.
-    public init(fileDescriptor: Int32, format: ArchiveWriteFormat) throws(ArchiveError) {
+    public convenience init(fileDescriptor: Int32, format: ArchiveWriteFormat) throws(ArchiveError) {
+        try self.init(format: format, opening: .descriptor(fileDescriptor))
+    }
+
+    private enum Destination {
+        case descriptor(Int32)
+        case callback(OutputBox)
+    }
+
+    private init(format: ArchiveWriteFormat, opening destination: Destination) throws(ArchiveError) {
         self.format = format
         guard let archive = archive_write_new() else {
             throw ArchiveError(.io, "archive_write_new failed (out of memory)", errno: ENOMEM)
@@ -99,7 +125,27 @@ public final class ArchiveWriter {
             }
             // No padding to a 10240-byte block: the archive ends with its last byte.
             try check(archive_write_set_bytes_in_last_block(archive, 1), archive, "setting block padding", as: .usage)
-            try check(archive_write_open_fd(archive, fileDescriptor), archive, "opening the output", as: .io)
+            switch destination {
+            case .descriptor(let fileDescriptor):
+                try check(archive_write_open_fd(archive, fileDescriptor), archive, "opening the output", as: .io)
+            case .callback(let box):
+                outputBox = box
+                let rc = archive_write_open2(
+                    archive, Unmanaged.passUnretained(box).toOpaque(), nil,
+                    { archive, context, buffer, length in
+                        guard let context, let buffer else { return -1 }
+                        let box = Unmanaged<OutputBox>.fromOpaque(context).takeUnretainedValue()
+                        do throws(ArchiveError) {
+                            try box.output(UnsafeRawBufferPointer(start: buffer, count: length))
+                            return length
+                        } catch {
+                            if box.error == nil { box.error = error }
+                            carchive_set_error(archive, error.errno ?? EIO, error.message)
+                            return -1
+                        }
+                    }, nil, nil)
+                try check(rc, archive, "opening the output", as: .io)
+            }
         }
     }
 
@@ -218,8 +264,10 @@ public final class ArchiveWriter {
         do {
             try body()
         } catch {
-            state = .failed(error)
-            throw error
+            // The output's own error (with its errno) says more than libarchive's retelling of it.
+            let reported = outputBox?.error ?? error
+            state = .failed(reported)
+            throw reported
         }
     }
 }

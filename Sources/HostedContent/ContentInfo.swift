@@ -75,7 +75,8 @@ public struct ContentInfo: Sendable, Equatable {
             }
             // Written in Files order when possible, so the plist reads naturally; unknown paths last, sorted.
             let order = (files ?? []).filter { newValue[$0] != nil }
-            let rest = newValue.keys.filter { !Set(order).contains($0) }.sorted()
+            let ordered = Set(order)
+            let rest = newValue.keys.filter { !ordered.contains($0) }.sorted()
             var records = PlistDictionary()
             for path in order + rest {
                 guard let record = newValue[path] else { continue }

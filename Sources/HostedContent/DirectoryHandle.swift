@@ -295,6 +295,22 @@ enum FileSystemSync {
         return unsafeBitCast(symbol, to: Function.self)
     }()
 
+    private typealias RangeFunction = @convention(c) (Int32, Int64, Int64, UInt32) -> Int32
+    private static let syncFileRange: RangeFunction? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
+        return unsafeBitCast(symbol, to: RangeFunction.self)
+    }()
+
+    /// How much written data to let pile up before starting its writeback.
+    static let writebackChunk: Int64 = 8 << 20
+
+    /// Starts writing a range of a file to disk without waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`),
+    /// so that the final fsync of a large output finds most of it already on disk. Advisory: errors are
+    /// left for fsync to report.
+    static func startWriteback(_ descriptor: Int32, from offset: Int64, length: Int64) {
+        _ = syncFileRange?(descriptor, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */)
+    }
+
     /// True when `syncfs` exists; otherwise callers fsync file by file.
     static var isAvailable: Bool { function != nil }
 

@@ -100,6 +100,16 @@ public enum FileSystem {
     }
 }
 
+/// What identifies one version of a file's contents without reading them: any write changes the
+/// change time, which not even the file's owner can set back.
+public struct FileStamp: Sendable, Equatable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    public var modificationNanoseconds: Int64
+    public var changeNanoseconds: Int64
+}
+
 /// A file descriptor opened for reading, closed on deinit.
 public final class OpenFile {
     public let descriptor: Int32
@@ -114,6 +124,16 @@ public final class OpenFile {
     }
 
     deinit { close(descriptor) }
+
+    /// `fstat` of the open file, as a stamp.
+    public func stamp() throws(HCPackError) -> FileStamp {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
+        return FileStamp(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modificationNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            changeNanoseconds: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
+    }
 
     /// Reads the file to its end in chunks, handing each to `body`.
     public func readChunks(

@@ -82,6 +82,8 @@ public struct PackageEntry: Sendable, Equatable {
     public var executable: ExecutableKind?
     /// SHA-256 of the data, when it was computed.
     public var sha256: [UInt8]?
+    /// The folder file's stamp when it was hashed: a later equal stamp means the same bytes.
+    public var stamp: FileStamp?
 
     public init(
         path: String, kind: EntryKind, size: Int64 = 0, permissions: UInt32 = 0o644, linkTarget: String? = nil,

@@ -94,6 +94,7 @@ public enum PackageScanner {
             if let digest = result.sha256 {
                 entries[file.index].sha256 = digest
                 entries[file.index].size = result.size
+                entries[file.index].stamp = result.stamp
             }
         }
         return PackageSnapshot(origin: .folder(path: root), entries: entries, contentInfoBytes: plistBytes, scanProblems: problems)
@@ -120,6 +121,7 @@ public enum PackageScanner {
         var executable: ExecutableKind?
         var sha256: [UInt8]?
         var size: Int64 = 0
+        var stamp: FileStamp?
     }
 
     /// Reads the files on every core: hashing is CPU-bound (SHA-256 runs at about 1 GB/s a core), so a
@@ -154,6 +156,7 @@ public enum PackageScanner {
             if count < 0 { throw HCPackError.system("read", path: path, errno: errno) }
             return FileFacts(executable: head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) })
         }
+        let stamp = try file.stamp()
         let hasher = Digest.Hasher(.sha256)
         var head: [UInt8] = []
         var total: Int64 = 0
@@ -162,7 +165,11 @@ public enum PackageScanner {
             hasher.update(chunk)
             total += Int64(chunk.count)
         }
-        return FileFacts(executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, sha256: hasher.finalize(), size: total)
+        // Written to while we read: no stamp, so a build refuses to trust the digest.
+        let settled = try file.stamp() == stamp && stamp.size == total
+        return FileFacts(
+            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, sha256: hasher.finalize(), size: total,
+            stamp: settled ? stamp : nil)
     }
 
     // MARK: Archives

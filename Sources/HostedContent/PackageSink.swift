@@ -1,4 +1,5 @@
 import ArchiveIO
+import Digest
 
 #if canImport(Glibc)
     import Glibc
@@ -28,22 +29,52 @@ extension PackageSink {
     }
 }
 
-/// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes.
+/// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes, hashing the archive's
+/// bytes on their way out (no second read for the summary's SHA-256).
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     private var isOpen = true
-    private let writer: ArchiveWriter
+    private var writer: ArchiveWriter?
     private let output: String
     private let modificationTime: Int64
+    private let hasher = Digest.Hasher(.sha256)
+    /// Bytes of archive written so far.
+    private(set) var bytesWritten: Int64 = 0
+    /// Bytes already handed to the kernel's writeback, so the final fsync has little left to do.
+    private var writebackStarted: Int64 = 0
+    /// The archive's SHA-256, once `finish` has run.
+    private(set) var digest: [UInt8]?
 
     init(descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64) throws(HCPackError) {
         self.descriptor = descriptor
         self.output = output
         self.modificationTime = modificationTime
         do {
-            writer = try ArchiveWriter(fileDescriptor: descriptor, format: format)
+            writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
+                try self.emit(bytes)
+            }
         } catch {
             throw Self.translate(error, output: output)
+        }
+    }
+
+    /// Writes archive bytes to the file, hashes them, and starts writeback every few MiB.
+    private func emit(_ bytes: UnsafeRawBufferPointer) throws(ArchiveError) {
+        guard let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ArchiveError(.io, "writing \(output): \(String(cString: strerror(errno)))", errno: errno)
+            }
+            offset += count
+        }
+        hasher.update(bytes)
+        bytesWritten += Int64(bytes.count)
+        if bytesWritten - writebackStarted >= FileSystemSync.writebackChunk {
+            FileSystemSync.startWriteback(descriptor, from: writebackStarted, length: bytesWritten - writebackStarted)
+            writebackStarted = bytesWritten
         }
     }
 
@@ -51,14 +82,14 @@ final class ArchiveSink: PackageSink {
 
     func addFolder(_ path: String) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
-            try writer.begin(
+            try writer?.begin(
                 ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
         }
     }
 
     func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
-            try writer.begin(
+            try writer?.begin(
                 ArchiveWriteEntry(
                     path: path, kind: .file, size: size, permissions: 0o644, modificationTime: modificationTime,
                     compression: compression))
@@ -66,13 +97,15 @@ final class ArchiveSink: PackageSink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
-        try archive { () throws(ArchiveError) in try writer.write(bytes) }
+        try archive { () throws(ArchiveError) in try writer?.write(bytes) }
     }
 
     func endFile() throws(HCPackError) {}
 
     func finish() throws(HCPackError) {
-        try archive { () throws(ArchiveError) in try writer.finish() }
+        try archive { () throws(ArchiveError) in try writer?.finish() }
+        writer = nil
+        digest = hasher.finalize()
         // Owner-readable mkstemp mode becomes an ordinary file's mode, whatever the umask.
         guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: output, errno: errno) }
         guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
