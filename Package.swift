@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "HostedContent", dependencies: ["ArchiveIO", "PropertyList", "Digest"]),
 
         // Command line: parsing, rendering, exit codes.
-        .target(name: "HCPackCLI", dependencies: ["HostedContent"]),
+        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
         .executableTarget(name: "hcpack", dependencies: ["HCPackCLI"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),

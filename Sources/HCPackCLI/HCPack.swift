@@ -25,7 +25,10 @@ public enum HCPack {
     public static let version = "0.1.0"
 
     static var commands: [any Command.Type] {
-        [InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, RulesCommand.self]
+        [
+            InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
+            TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+        ]
     }
 
     static var specs: [CommandSpec] { commands.map { $0.spec } }
