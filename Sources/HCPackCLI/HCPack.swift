@@ -31,7 +31,8 @@ public enum HCPack {
         ]
     }
 
-    static var specs: [CommandSpec] { commands.map { $0.spec } }
+    /// Every command's declaration, in the order `--help` lists them (completions and the man page read these).
+    public static var specs: [CommandSpec] { commands.map { $0.spec } }
 
     static var overview: String {
         var text = """
