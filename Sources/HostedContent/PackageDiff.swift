@@ -9,12 +9,15 @@ public enum FileChangeKind: String, Sendable, Codable, CaseIterable {
 public struct FileChange: Sendable, Equatable {
     /// Path relative to Contents/.
     public var path: String
+    /// Added, removed, changed or unchanged.
     public var kind: FileChangeKind
-    /// Size and SHA-256 in the old package (nil when added).
+    /// Size in the old package (nil when added).
     public var oldSize: Int64?
+    /// SHA-256 in the old package, lowercase hexadecimal (nil when added).
     public var oldSHA256: String?
-    /// Size and SHA-256 in the new package (nil when removed).
+    /// Size in the new package (nil when removed).
     public var newSize: Int64?
+    /// SHA-256 in the new package, lowercase hexadecimal (nil when removed).
     public var newSHA256: String?
 
     /// Bytes the new package gains (negative: loses) for this file.
@@ -37,6 +40,7 @@ public enum VersionChange: String, Sendable, Codable {
 public struct DiffSide: Sendable {
     /// The path as given.
     public var path: String
+    /// The package's ContentInfo.plist.
     public var contentInfo: ContentInfo
     /// True when the Files list chose the compared files; false when every regular file under Contents/ did.
     public var usesFilesList: Bool
@@ -48,7 +52,9 @@ public struct DiffSide: Sendable {
 
 /// The difference between two packages' content files.
 public struct PackageDiff: Sendable {
+    /// The earlier package.
     public var old: DiffSide
+    /// The later package.
     public var new: DiffSide
     /// Every compared path of either package, sorted by path.
     public var changes: [FileChange]

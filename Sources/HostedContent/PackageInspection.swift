@@ -23,6 +23,7 @@ public enum PackageRoot: Sendable, Equatable {
 public struct InspectedFile: Sendable, Equatable {
     /// Path relative to Contents/ (the form the Files list uses).
     public var path: String
+    /// Size in bytes.
     public var size: Int64
     /// Lowercase hexadecimal SHA-256.
     public var sha256: String

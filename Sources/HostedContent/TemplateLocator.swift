@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The one place that knows where templates live, tried in order: `$HCPACK_TEMPLATES`, the installed layout
 /// `<executable's folder>/../share/hcpack/Templates`, then `Templates/` in the source tree hcpack was built from.
-// TODO: once `PackageTemplate.locate` (hcpack init) lands, share its folder list instead of repeating it here.
+/// (To do: once `PackageTemplate.locate` of `hcpack init` lands, share its folder list instead of repeating it.)
 public enum TemplateLocator {
     /// The environment variable naming a templates folder.
     public static let environmentVariable = "HCPACK_TEMPLATES"

@@ -44,8 +44,9 @@ public struct TransporterResult: Sendable {
     public var written: Bool
     /// The archive's name inside the `.itmsp` folder.
     public var fileName: String
-    /// The archive's size in bytes and lowercase hexadecimal MD5 (zero and empty when nothing was written).
+    /// The archive's size in bytes (zero when nothing was written).
     public var size: Int64
+    /// The archive's MD5, lowercase hexadecimal (empty when nothing was written).
     public var md5: String
 }
 
