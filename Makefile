@@ -6,7 +6,7 @@ BUILD_FLAGS ?= -c release
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test bench install uninstall clean
+.PHONY: all deps build demo test install-check bench install uninstall clean
 
 all: build
 
@@ -29,6 +29,20 @@ demo: build
 
 test: deps
 	$(SWIFT) test
+	@$(MAKE) --no-print-directory install-check
+
+# `make install` into a scratch prefix with the debug build (already built by `swift test`): every file lands.
+INSTALLED_FILES := bin/hcpack share/hcpack/Templates/transporter-metadata.xml share/bash-completion/completions/hcpack \
+  share/zsh/site-functions/_hcpack share/fish/vendor_completions.d/hcpack.fish share/man/man1/hcpack.1
+install-check:
+	@prefix="$$(mktemp -d)"; trap 'rm -rf "$$prefix"' EXIT; \
+	$(MAKE) --no-print-directory install PREFIX="$$prefix" BUILD_FLAGS= >/dev/null || exit 1; \
+	for f in $(INSTALLED_FILES); do \
+	  test -s "$$prefix/$$f" || { echo "install-check: make install did not write $$f"; exit 1; }; \
+	done; \
+	bash -n "$$prefix/share/bash-completion/completions/hcpack" || exit 1; \
+	"$$prefix/bin/hcpack" --version >/dev/null || exit 1; \
+	echo "install-check: make install wrote $(words $(INSTALLED_FILES)) files, completions parse"
 
 # Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
 bench: build
