@@ -16,7 +16,9 @@ struct CompletionsCommand: Command {
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         shell = arguments.argument(0) ?? ""
         guard ShellCompletions.shells.contains(shell) else {
-            throw UsageError("unknown shell '\(shell)'; choose one of \(ShellCompletions.shells.joined(separator: ", "))", command: Self.spec.name)
+            throw UsageError(
+                "unknown shell '\(shell)'; choose one of \(ShellCompletions.shells.joined(separator: ", "))",
+                command: Self.spec.name)
         }
     }
 

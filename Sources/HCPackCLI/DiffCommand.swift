@@ -41,9 +41,11 @@ struct DiffCommand: Command {
             context.out(Self.text(diff, oldLabel: oldLabel, newLabel: newLabel))
         }
         if failOnDowngrade && diff.versionChange == .downgrade {
-            let oldVersion = diff.old.contentInfo.contentVersion ?? "", newVersion = diff.new.contentInfo.contentVersion ?? ""
+            let oldVersion = diff.old.contentInfo.contentVersion ?? ""
+            let newVersion = diff.new.contentInfo.contentVersion ?? ""
             context.err(
-                "hcpack: error: \(newLabel): ContentVersion \(newVersion) is lower than \(oldLabel)'s \(oldVersion); raise NEW's ContentVersion\n")
+                "hcpack: error: \(newLabel): ContentVersion \(newVersion) is lower than \(oldLabel)'s \(oldVersion); raise NEW's ContentVersion\n"
+            )
             return ExitCode.invalid
         }
         return ExitCode.success
@@ -53,9 +55,11 @@ struct DiffCommand: Command {
 
     static func describe(_ side: DiffSide) -> String {
         let info = side.contentInfo
-        let identity = [info.productIdentifier, info.contentVersion].compactMap { $0 }.map(PackagePath.printable).joined(separator: " ")
+        let identity = [info.productIdentifier, info.contentVersion].compactMap { $0 }.map(PackagePath.printable).joined(
+            separator: " ")
         let basis = side.usesFilesList ? "Files list" : "all files under Contents/"
-        return "\(identity.isEmpty ? "no identity" : identity); \(ReportRendering.plural(side.files.count, "file")), \(side.bytes) bytes (\(basis))"
+        return
+            "\(identity.isEmpty ? "no identity" : identity); \(ReportRendering.plural(side.files.count, "file")), \(side.bytes) bytes (\(basis))"
     }
 
     static func text(_ diff: PackageDiff, oldLabel: String, newLabel: String) -> String {
@@ -64,7 +68,8 @@ struct DiffCommand: Command {
         if !diff.sameProduct {
             text += "note: the product identifiers differ; these may not be two releases of one product\n"
         }
-        let oldVersion = diff.old.contentInfo.contentVersion ?? "(none)", newVersion = diff.new.contentInfo.contentVersion ?? "(none)"
+        let oldVersion = diff.old.contentInfo.contentVersion ?? "(none)"
+        let newVersion = diff.new.contentInfo.contentVersion ?? "(none)"
         let verdict: String
         switch diff.versionChange {
         case .upgrade: verdict = "upgrade: NEW is greater"
@@ -105,12 +110,20 @@ struct DiffCommand: Command {
             .array(
                 diff.files(kind).map { change in
                     switch kind {
-                    case .added: .object([("path", .string(change.path)), ("size", optional(change.newSize)), ("sha256", optional(change.newSHA256))])
+                    case .added:
+                        .object([
+                            ("path", .string(change.path)), ("size", optional(change.newSize)),
+                            ("sha256", optional(change.newSHA256)),
+                        ])
                     case .removed, .unchanged:
-                        .object([("path", .string(change.path)), ("size", optional(change.oldSize)), ("sha256", optional(change.oldSHA256))])
+                        .object([
+                            ("path", .string(change.path)), ("size", optional(change.oldSize)),
+                            ("sha256", optional(change.oldSHA256)),
+                        ])
                     case .changed:
                         .object([
-                            ("path", .string(change.path)), ("oldSize", optional(change.oldSize)), ("newSize", optional(change.newSize)),
+                            ("path", .string(change.path)), ("oldSize", optional(change.oldSize)),
+                            ("newSize", optional(change.newSize)),
                             ("oldSHA256", optional(change.oldSHA256)), ("newSHA256", optional(change.newSHA256)),
                         ])
                     }
@@ -123,7 +136,8 @@ struct DiffCommand: Command {
             (
                 "version",
                 .object([
-                    ("old", optional(diff.old.contentInfo.contentVersion)), ("new", optional(diff.new.contentInfo.contentVersion)),
+                    ("old", optional(diff.old.contentInfo.contentVersion)),
+                    ("new", optional(diff.new.contentInfo.contentVersion)),
                     ("change", .string(diff.versionChange.rawValue)), ("newIsGreater", .bool(diff.versionChange == .upgrade)),
                 ])
             ),

@@ -32,7 +32,9 @@ struct InspectCommand: Command {
             context.out(Self.text(inspection, label: label))
         }
         guard inspection.contentInfo != nil else {
-            context.err("hcpack: error: \(label): no readable ContentInfo.plist, so this is not a package; run 'hcpack verify \(label)' to see why\n")
+            context.err(
+                "hcpack: error: \(label): no readable ContentInfo.plist, so this is not a package; run 'hcpack verify \(label)' to see why\n"
+            )
             return ExitCode.invalid
         }
         return ExitCode.success
@@ -84,7 +86,8 @@ struct InspectCommand: Command {
             text += "  (none)\n"
         } else {
             let width = max(4, inspection.files.map { String($0.size).count }.max() ?? 0)
-            text += "  " + String(repeating: " ", count: width - 4) + "SIZE  SHA-256" + String(repeating: " ", count: 59) + "PATH\n"
+            text +=
+                "  " + String(repeating: " ", count: width - 4) + "SIZE  SHA-256" + String(repeating: " ", count: 59) + "PATH\n"
             let hasFilesList = info?.files != nil
             for file in inspection.files {
                 let size = String(file.size)

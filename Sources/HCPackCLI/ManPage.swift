@@ -38,7 +38,10 @@ enum ManPage {
                 text += signature + "\n" + escape(option.help) + "\n"
             }
             if let discussion = spec.discussion {
-                text += ".PP\n" + discussion.split(separator: "\n", omittingEmptySubsequences: false).map { escape(String($0)) }.joined(separator: "\n") + "\n"
+                text +=
+                    ".PP\n"
+                    + discussion.split(separator: "\n", omittingEmptySubsequences: false).map { escape(String($0)) }.joined(
+                        separator: "\n") + "\n"
             }
         }
         text += """

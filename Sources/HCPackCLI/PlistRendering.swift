@@ -70,7 +70,8 @@ enum PlistRendering {
         case .boolean(let flag): flag ? "true" : "false"
         case .date(let date): isoDate(date)
         case .data(let bytes):
-            bytes.count <= 32 ? "<\(bytes.count) bytes: \(bytes.map { String(format: "%02x", $0) }.joined())>" : "<\(bytes.count) bytes>"
+            bytes.count <= 32
+                ? "<\(bytes.count) bytes: \(bytes.map { String(format: "%02x", $0) }.joined())>" : "<\(bytes.count) bytes>"
         case .array, .dictionary: nil
         }
     }

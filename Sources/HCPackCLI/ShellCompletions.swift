@@ -5,7 +5,8 @@ enum ShellCompletions {
 
     /// What a value or positional argument completes to.
     enum ValueKind: Equatable {
-        case files, directories, choices([String]), nothing
+        case files, directories, nothing
+        case choices([String])
     }
 
     static func kind(of option: OptionSpec) -> ValueKind {
@@ -58,7 +59,8 @@ enum ShellCompletions {
             if !valued.isEmpty {
                 text += "            case \"$prev\" in\n"
                 for option in valued {
-                    let patterns = ([option.short.map { "-\($0)" }].compactMap { $0 } + ["--\(option.name)"]).joined(separator: "|")
+                    let patterns = ([option.short.map { "-\($0)" }].compactMap { $0 } + ["--\(option.name)"]).joined(
+                        separator: "|")
                     text += "                \(patterns))\n"
                     text += "                    \(bashReply(kind(of: option)))\n"
                     text += "                    return 0 ;;\n"
@@ -132,7 +134,8 @@ enum ShellCompletions {
                 if let name = option.valueName { value = ":\(zshEscape(name)):\(zshAction(kind(of: option)))" }
                 let repeatMark = option.repeatable ? "*" : ""
                 if let short = option.short {
-                    text += " \\\n        '(-\(short) --\(option.name))'{-\(short),--\(option.name)}'[\(zshQuote(help))]\(zshQuote(value))'"
+                    text +=
+                        " \\\n        '(-\(short) --\(option.name))'{-\(short),--\(option.name)}'[\(zshQuote(help))]\(zshQuote(value))'"
                 } else {
                     text += " \\\n        '\(repeatMark)--\(option.name)[\(zshQuote(help))]\(zshQuote(value))'"
                 }

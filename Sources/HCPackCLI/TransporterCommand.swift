@@ -43,7 +43,8 @@ struct TransporterCommand: Command {
     func run(_ context: Context) throws(HCPackError) -> Int32 {
         let template = try TemplateLocator.locate(
             "transporter-metadata.xml", environment: context.environment, executablePath: TemplateLocator.currentExecutablePath())
-        let request = TransporterRequest(archivePath: archive, vendorID: vendorID, outputPath: output, force: force, templatePath: template)
+        let request = TransporterRequest(
+            archivePath: archive, vendorID: vendorID, outputPath: output, force: force, templatePath: template)
         let result = try TransporterPackage.write(request)
         if json {
             context.out(
@@ -61,7 +62,8 @@ struct TransporterCommand: Command {
             context.out(ReportRendering.text(result.report, label: archive, strict: false))
         }
         if !result.written {
-            context.err("hcpack: error: \(archive) is invalid, so nothing was written; fix the errors above and rebuild the archive\n")
+            context.err(
+                "hcpack: error: \(archive) is invalid, so nothing was written; fix the errors above and rebuild the archive\n")
             return ExitCode.invalid
         }
         return ExitCode.success

@@ -97,7 +97,8 @@ public enum PackageComparer {
     public static func compare(old: DiffSide, new: DiffSide) -> PackageDiff {
         var changes: [FileChange] = []
         for path in Set(old.files.keys).union(new.files.keys) {
-            let before = old.files[path], after = new.files[path]
+            let before = old.files[path]
+            let after = new.files[path]
             let kind: FileChangeKind
             switch (before, after) {
             case (nil, _): kind = .added

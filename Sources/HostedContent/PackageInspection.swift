@@ -71,7 +71,8 @@ public struct PackageInspection: Sendable {
 public enum Inspector {
     /// Inspects `path` (folder or archive).
     /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
-    public static func inspect(_ path: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError) -> PackageInspection {
+    public static func inspect(_ path: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError) -> PackageInspection
+    {
         guard let status = try FileSystem.status(path) else {
             throw HCPackError(.notFound, "\(path): no such file or folder; check the path", path: path)
         }
@@ -87,7 +88,9 @@ public enum Inspector {
     }
 
     /// Builds the inspection of a snapshot already read (its files must have been hashed).
-    public static func inspection(of snapshot: PackageSnapshot, archiveBytes: Int64?, options: VerifyOptions = VerifyOptions()) -> PackageInspection {
+    public static func inspection(of snapshot: PackageSnapshot, archiveBytes: Int64?, options: VerifyOptions = VerifyOptions())
+        -> PackageInspection
+    {
         let report = Verifier.check(snapshot, options: options)
         let listed = Set(report.contentInfo?.files ?? [])
         var files: [InspectedFile] = []
@@ -97,7 +100,8 @@ public enum Inspector {
             guard entry.path.hasPrefix(Verifier.contentsPrefix) else { continue }
             let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
             files.append(
-                InspectedFile(path: relative, size: entry.size, sha256: entry.sha256?.hexString ?? "", isListed: listed.contains(relative)))
+                InspectedFile(
+                    path: relative, size: entry.size, sha256: entry.sha256?.hexString ?? "", isListed: listed.contains(relative)))
         }
         files.sort { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }
         let root: PackageRoot

@@ -60,11 +60,14 @@ public struct SizeBudget: Sendable, Equatable {
         var problems = ProblemList()
         if let limit = maxTotalBytes {
             let total = files.reduce(Int64(0)) { $0 + $1.size }
-            Self.judge(total, limit: limit, path: "", what: "the content is \(total) bytes", key: "maxTotalBytes", into: &problems)
+            Self.judge(
+                total, limit: limit, path: "", what: "the content is \(total) bytes", key: "maxTotalBytes", into: &problems)
         }
         if let limit = maxFileBytes {
             for file in files {
-                Self.judge(file.size, limit: limit, path: file.path, what: "the file is \(file.size) bytes", key: "maxFileBytes", into: &problems)
+                Self.judge(
+                    file.size, limit: limit, path: file.path, what: "the file is \(file.size) bytes", key: "maxFileBytes",
+                    into: &problems)
             }
         }
         if let limit = maxFiles {
@@ -74,9 +77,13 @@ public struct SizeBudget: Sendable, Equatable {
         return problems
     }
 
-    private static func judge(_ value: Int64, limit: Int64, path: String, what: String, key: String, into problems: inout ProblemList) {
+    private static func judge(
+        _ value: Int64, limit: Int64, path: String, what: String, key: String, into problems: inout ProblemList
+    ) {
         if value > limit {
-            problems.add(.budgetExceeded, path: path, "\(what), over the budget's \(key) of \(limit); shrink the content or raise the budget")
+            problems.add(
+                .budgetExceeded, path: path,
+                "\(what), over the budget's \(key) of \(limit); shrink the content or raise the budget")
         } else if Double(value) >= Double(limit) * warningFraction {
             let percent = Int((Double(value) / Double(limit) * 100).rounded(.down))
             problems.add(.budgetNearLimit, path: path, "\(what), \(percent)% of the budget's \(key) of \(limit)")
@@ -102,7 +109,10 @@ public struct SizeBudget: Sendable, Equatable {
             let container = try decoder.container(keyedBy: AnyKey.self)
             let unknown = container.allKeys.map(\.stringValue).filter { !SizeBudget.keys.contains($0) }.sorted()
             if let first = unknown.first {
-                throw FormatError(message: "unknown key '\(first)'; a budget may set only \(SizeBudget.keys.joined(separator: ", ")) (docs/budgets.md)")
+                throw FormatError(
+                    message:
+                        "unknown key '\(first)'; a budget may set only \(SizeBudget.keys.joined(separator: ", ")) (docs/budgets.md)"
+                )
             }
             func limit(_ key: String) throws -> Int64? {
                 let codingKey = AnyKey(stringValue: key)

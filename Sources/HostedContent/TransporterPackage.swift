@@ -2,9 +2,9 @@ import Digest
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What `TransporterPackage.write` needs: the package archive, the app's vendor ID, where to write.
@@ -63,20 +63,29 @@ public enum TransporterPackage {
     public static func write(_ request: TransporterRequest) throws(HCPackError) -> TransporterResult {
         let archive = request.archivePath
         guard request.outputPath.hasSuffix(".itmsp") else {
-            throw HCPackError(.invalidRequest, "\(request.outputPath): Transporter expects a folder named NAME.itmsp; add the .itmsp extension", path: request.outputPath)
+            throw HCPackError(
+                .invalidRequest, "\(request.outputPath): Transporter expects a folder named NAME.itmsp; add the .itmsp extension",
+                path: request.outputPath)
         }
         guard isValidVendorID(request.vendorID) else {
-            throw HCPackError(.invalidRequest, "vendor ID '\(PackagePath.printable(request.vendorID))' must be 1 to 100 letters, digits, '.', '-' or '_' (the app's SKU in App Store Connect)")
+            throw HCPackError(
+                .invalidRequest,
+                "vendor ID '\(PackagePath.printable(request.vendorID))' must be 1 to 100 letters, digits, '.', '-' or '_' (the app's SKU in App Store Connect)"
+            )
         }
         guard let status = try FileSystem.status(archive) else {
             throw HCPackError(.notFound, "\(archive): no such file; check the path", path: archive)
         }
         guard status.kind == .file else {
-            throw HCPackError(.invalidRequest, "\(archive): is a \(status.kind.noun); Transporter uploads a package archive, make one with hcpack build", path: archive)
+            throw HCPackError(
+                .invalidRequest,
+                "\(archive): is a \(status.kind.noun); Transporter uploads a package archive, make one with hcpack build",
+                path: archive)
         }
         let outputExists = FileSystem.exists(request.outputPath)
         if outputExists && !request.force {
-            throw HCPackError(.invalidRequest, "\(request.outputPath) already exists; pass --force to replace it", path: request.outputPath)
+            throw HCPackError(
+                .invalidRequest, "\(request.outputPath) already exists; pass --force to replace it", path: request.outputPath)
         }
         let fileName = URL(fileURLWithPath: archive).lastPathComponent
         let report = try Verifier.verify(archive, options: request.verifyOptions)
@@ -128,7 +137,8 @@ public enum TransporterPackage {
             let rest = text[start.lowerBound...].prefix(40)
             let name = rest.prefix(while: { $0 != "}" && $0 != "\n" })
             throw HCPackError(
-                .io, "\(templatePath): unknown placeholder '\(name)'; the template may use \(placeholders.map { "{{\($0)}}" }.joined(separator: ", "))",
+                .io,
+                "\(templatePath): unknown placeholder '\(name)'; the template may use \(placeholders.map { "{{\($0)}}" }.joined(separator: ", "))",
                 path: templatePath)
         }
         return text

@@ -30,15 +30,19 @@ struct BudgetTests {
         folder.write("budget.json", #"{"maxTotalBytes": 1000}"#)
         let result = hcpack(["verify", "--budget", "budget.json", "pkg"], in: folder.path)
         #expect(result.status == 0)
-        #expect(result.stdout.contains("warning: [budget.near-limit] the content is 800 bytes, 80% of the budget's maxTotalBytes of 1000"))
+        #expect(
+            result.stdout.contains(
+                "warning: [budget.near-limit] the content is 800 bytes, 80% of the budget's maxTotalBytes of 1000"))
         #expect(hcpack(["verify", "--strict", "--budget", "budget.json", "pkg"], in: folder.path).status == 1)
     }
 
-    @Test("Over a limit: budget.exceeded errors for total, per-file and count, naming the file", arguments: [
-        (#"{"maxTotalBytes": 500}"#, "the content is 600 bytes, over the budget's maxTotalBytes of 500"),
-        (#"{"maxFileBytes": 250}"#, "Contents/c.bin: the file is 300 bytes, over the budget's maxFileBytes of 250"),
-        (#"{"maxFiles": 2}"#, "the package has 3 files, over the budget's maxFiles of 2"),
-    ])
+    @Test(
+        "Over a limit: budget.exceeded errors for total, per-file and count, naming the file",
+        arguments: [
+            (#"{"maxTotalBytes": 500}"#, "the content is 600 bytes, over the budget's maxTotalBytes of 500"),
+            (#"{"maxFileBytes": 250}"#, "Contents/c.bin: the file is 300 bytes, over the budget's maxFileBytes of 250"),
+            (#"{"maxFiles": 2}"#, "the package has 3 files, over the budget's maxFiles of 2"),
+        ])
     func exceeded(budget: String, message: String) {
         let folder = TemporaryFolder()
         Self.package(folder, sizes: [100, 200, 300])
@@ -62,15 +66,17 @@ struct BudgetTests {
         #expect(problems.map { $0["path"] as? String } == ["Contents/b.bin", "Contents/c.bin"])
     }
 
-    @Test("A bad budget file is a usage error (exit 2) naming the file and what to fix", arguments: [
-        (#"{"maxTotalBytes": 10, "maxBytes": 5}"#, "unknown key 'maxBytes'"),
-        (#"{"maxFiles": "ten"}"#, "'maxFiles' must be a whole number"),
-        (#"{"maxFiles": 1.5}"#, "'maxFiles' must be a whole number"),
-        (#"{"maxFiles": true}"#, "'maxFiles' must be a whole number"),
-        (#"{"maxFiles": 0}"#, "'maxFiles' must be positive"),
-        (#"[1, 2]"#, "must be a JSON object"),
-        (#"{"maxFiles": 3"#, "not valid JSON"),
-    ])
+    @Test(
+        "A bad budget file is a usage error (exit 2) naming the file and what to fix",
+        arguments: [
+            (#"{"maxTotalBytes": 10, "maxBytes": 5}"#, "unknown key 'maxBytes'"),
+            (#"{"maxFiles": "ten"}"#, "'maxFiles' must be a whole number"),
+            (#"{"maxFiles": 1.5}"#, "'maxFiles' must be a whole number"),
+            (#"{"maxFiles": true}"#, "'maxFiles' must be a whole number"),
+            (#"{"maxFiles": 0}"#, "'maxFiles' must be positive"),
+            (#"[1, 2]"#, "must be a JSON object"),
+            (#"{"maxFiles": 3"#, "not valid JSON"),
+        ])
     func badFile(content: String, message: String) {
         let folder = TemporaryFolder()
         Self.package(folder, sizes: [1])

@@ -5,7 +5,8 @@ import Testing
 
 @Suite("Shell completions and the man page")
 struct CompletionsTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     @Test("Every command and every long option appears in each shell's script", arguments: ["bash", "zsh", "fish"])
     func everything(shell: String) {
@@ -99,7 +100,9 @@ struct CompletionsTests {
         let text = rendered.output
         for spec in HCPack.specs {
             #expect(text.contains(spec.usage), "man page lacks \(spec.usage)")
-            for option in spec.options { #expect(text.contains("--\(option.name)"), "man page lacks \(spec.name) --\(option.name)") }
+            for option in spec.options {
+                #expect(text.contains("--\(option.name)"), "man page lacks \(spec.name) --\(option.name)")
+            }
         }
     }
 

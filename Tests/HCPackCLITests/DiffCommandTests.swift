@@ -12,7 +12,9 @@ struct DiffCommandTests {
         files.append(("levels/3.json", "{\"level\": 3}\n"))
         writeValidPackage(in: folder, root: "new", files: files)
         let plist = String(decoding: folder.read("new/ContentInfo.plist") ?? [], as: UTF8.self)
-        folder.write("new/ContentInfo.plist", plist.replacingOccurrences(of: "<string>1.0</string>", with: "<string>\(newVersion)</string>"))
+        folder.write(
+            "new/ContentInfo.plist",
+            plist.replacingOccurrences(of: "<string>1.0</string>", with: "<string>\(newVersion)</string>"))
     }
 
     @Test("Text output lists added, removed and changed files, the size delta and the version change")

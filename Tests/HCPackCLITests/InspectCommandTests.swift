@@ -15,7 +15,9 @@ struct InspectCommandTests {
         let folder = TemporaryFolder()
         writeValidPackage(
             in: folder, root: "pkg",
-            extraKeys: "<key>Title</key><string>Levels pack</string><key>Tags</key><array><string>puzzle</string></array><key>Count</key><integer>3</integer>")
+            extraKeys:
+                "<key>Title</key><string>Levels pack</string><key>Tags</key><array><string>puzzle</string></array><key>Count</key><integer>3</integer>"
+        )
         let result = hcpack(["inspect", "pkg"], in: folder.path)
         #expect(result.status == 0, "\(result.stderr)")
         let text = result.stdout
@@ -62,7 +64,10 @@ struct InspectCommandTests {
         #expect(others["When"] as? String == "2024-01-02T03:04:05Z")
         #expect(others["Files"] == nil && others["IAPProductIdentifier"] == nil)
         let files = try #require(object["files"] as? [[String: Any]])
-        #expect(files.map { $0["path"] as? String } == ["art/Café.txt", "index.json", "levels/1.json", "levels/2.json", "unlisted.txt"])
+        #expect(
+            files.map { $0["path"] as? String } == [
+                "art/Café.txt", "index.json", "levels/1.json", "levels/2.json", "unlisted.txt",
+            ])
         let unlisted = try #require(files.last)
         #expect(unlisted["listed"] as? Bool == false)
         #expect(unlisted["size"] as? Int == 6)

@@ -40,7 +40,9 @@ struct TransporterTests {
         #expect(folder.read("Upload.itmsp/levels.zip") == folder.read("levels.zip"))
         let md5 = String(run("md5sum", [archive]).output.prefix(32))
         let size = try #require(folder.read("levels.zip")?.count)
-        #expect(Self.xmlValues("Upload.itmsp/metadata.xml", in: folder.path) == "com.example.app com.example.levels levels.zip \(size) md5 \(md5)")
+        #expect(
+            Self.xmlValues("Upload.itmsp/metadata.xml", in: folder.path)
+                == "com.example.app com.example.levels levels.zip \(size) md5 \(md5)")
         #expect(result.stdout.contains(md5))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".tmp-") }
         #expect(leftovers.isEmpty)
@@ -72,15 +74,18 @@ struct TransporterTests {
         #expect(forced.status == 0, "\(forced.stderr)")
         let names = try FileManager.default.contentsOfDirectory(atPath: folder.url("Upload.itmsp")).sorted()
         #expect(names == ["levels.zip", "metadata.xml"])
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["Upload.itmsp", "levels.zip", "pkg"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["Upload.itmsp", "levels.zip", "pkg"])
     }
 
-    @Test("Request mistakes exit 2 with a message saying what to fix", arguments: [
-        (["--vendor-id", "app"], "missing option -o"),
-        (["-o", "Upload.itmsp"], "missing option --vendor-id"),
-        (["--vendor-id", "app", "-o", "Upload"], "NAME.itmsp"),
-        (["--vendor-id", "bad id!", "-o", "Upload.itmsp"], "vendor ID 'bad id!'"),
-    ])
+    @Test(
+        "Request mistakes exit 2 with a message saying what to fix",
+        arguments: [
+            (["--vendor-id", "app"], "missing option -o"),
+            (["-o", "Upload.itmsp"], "missing option --vendor-id"),
+            (["--vendor-id", "app", "-o", "Upload"], "NAME.itmsp"),
+            (["--vendor-id", "bad id!", "-o", "Upload.itmsp"], "vendor ID 'bad id!'"),
+        ])
     func mistakes(options: [String], message: String) {
         let folder = TemporaryFolder()
         let archive = Self.archive(folder)
@@ -105,7 +110,8 @@ struct TransporterTests {
         let archive = Self.archive(folder)
         folder.write("tpl/transporter-metadata.xml", "<x>{{VENDOR_ID}}|{{MD5}}|{{FILE_SIZE}}</x>\n")
         let result = hcpack(
-            ["transporter", archive, "--vendor-id", "app", "-o", folder.url("One.itmsp")], environment: ["HCPACK_TEMPLATES": folder.url("tpl")])
+            ["transporter", archive, "--vendor-id", "app", "-o", folder.url("One.itmsp")],
+            environment: ["HCPACK_TEMPLATES": folder.url("tpl")])
         #expect(result.status == 0, "\(result.stderr)")
         let text = String(decoding: folder.read("One.itmsp/metadata.xml") ?? [], as: UTF8.self)
         let md5 = String(run("md5sum", [archive]).output.prefix(32))
@@ -114,7 +120,8 @@ struct TransporterTests {
         #expect(TransporterPackage.xmlEscape("a&b<'\">") == "a&amp;b&lt;&apos;&quot;&gt;")
         folder.write("tpl/transporter-metadata.xml", "<x>{{PRICE_TIER}}</x>\n")
         let broken = hcpack(
-            ["transporter", archive, "--vendor-id", "app", "-o", folder.url("Two.itmsp")], environment: ["HCPACK_TEMPLATES": folder.url("tpl")])
+            ["transporter", archive, "--vendor-id", "app", "-o", folder.url("Two.itmsp")],
+            environment: ["HCPACK_TEMPLATES": folder.url("tpl")])
         #expect(broken.status == 3)
         #expect(broken.stderr.contains("transporter-metadata.xml: unknown placeholder '{{PRICE_TIER'"))
         #expect(!FileManager.default.fileExists(atPath: folder.url("Two.itmsp")))
