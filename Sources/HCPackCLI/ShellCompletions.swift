@@ -11,8 +11,9 @@ enum ShellCompletions {
 
     static func kind(of option: OptionSpec) -> ValueKind {
         guard let value = option.valueName else { return .nothing }
+        if value.contains("|") { return .choices(value.split(separator: "|").map(String.init)) }  // "zip|tar.gz|dir"
         if value == "DIR" || value.hasSuffix("DIR") { return .directories }
-        if value == "FILE" || value == "PATH" || value.hasSuffix("FILE") { return .files }
+        if value == "FILE" || value == "PATH" || value == "OUTPUT" || value.hasSuffix("FILE") { return .files }
         return .nothing
     }
 
