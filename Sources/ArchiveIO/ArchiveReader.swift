@@ -163,6 +163,17 @@ public final class ArchiveReader {
             }
             if firstFormatName == nil, let name = archive_format_name(archive) {
                 firstFormatName = String(decoding: cStringBytes(name), as: UTF8.self)
+                // Compression inside compression only serves to multiply a bomb's ratio: refuse it.
+                let filters = (0..<archive_filter_count(archive)).compactMap { index -> String? in
+                    guard let name = archive_filter_name(archive, index) else { return nil }
+                    let text = String(decoding: cStringBytes(name), as: UTF8.self)
+                    return text == "none" ? nil : text
+                }
+                if filters.count > 1 {
+                    throw ArchiveError(
+                        .unsupportedFormat,
+                        "\(inputName) is compressed more than once (\(filters.reversed().joined(separator: " inside ")))")
+                }
             }
             let entry = try withArchiveLocale { () throws(ArchiveError) in try Self.makeEntry(header) }
             state = .atEntry(entry)

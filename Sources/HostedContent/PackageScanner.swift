@@ -164,7 +164,20 @@ public enum PackageScanner {
             complete = false
             collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
         }
-        return collector.snapshot(path: path, format: reader.formatName ?? "unknown", complete: complete)
+        let format = reader.formatName ?? "unknown"
+        if complete, format.hasPrefix("ZIP"), let end = ZipEndRecord.read(path: path) {
+            if let declared = end.declaredEntries, declared != collector.entriesRead {
+                collector.problems.add(
+                    .corrupt, path: "",
+                    "the central directory lists \(declared) entries but \(collector.entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive")
+            }
+            if end.trailingBytes > 0 {
+                collector.problems.add(
+                    .corrupt, path: "",
+                    "\(end.trailingBytes) bytes follow the end of the zip; other extractors may read them as another archive, rebuild it")
+            }
+        }
+        return collector.snapshot(path: path, format: format, complete: complete)
     }
 
     private static func environmentError(_ error: ArchiveError, path: String) -> HCPackError {
@@ -184,10 +197,13 @@ private struct ArchiveCollector {
     var plistCandidates: [String: [UInt8]] = [:]
     var oversizedPlists: Set<String> = []
     var currentName = ""
+    /// Every header read, including refused and duplicate ones.
+    var entriesRead = 0
 
     init(plistLimit: Int) { self.plistLimit = plistLimit }
 
     mutating func add(_ header: ArchiveEntry, reader: ArchiveReader) throws {
+        entriesRead += 1
         let raw = header.path ?? String(decoding: header.pathBytes, as: UTF8.self)
         let name = PackagePath.normalizeArchiveName(raw)
         currentName = name

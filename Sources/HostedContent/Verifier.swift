@@ -264,6 +264,9 @@ private struct RuleChecker {
                     contentBytes += entry.size
                 }
             }
+            if let link = symlinkAncestor(of: path) {
+                problems.add(.unsafePath, path: path, "lies inside '\(link)', which is a symlink; an extractor following it would write elsewhere")
+            }
             if !entry.nameIsUTF8 {
                 problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
             }
@@ -326,6 +329,17 @@ private struct RuleChecker {
         if totalBytes > options.maxSize {
             problems.add(.tooLarge, path: "", "the content is \(totalBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
         }
+    }
+
+    /// The first folder of `path` that is a symlink entry, if any.
+    func symlinkAncestor(of path: String) -> String? {
+        var end = path.startIndex
+        while let slash = path[end...].firstIndex(of: "/") {
+            let prefix = path[..<slash]
+            if entryByPath[ExactPath(prefix)]?.kind == .symlink { return String(prefix) }
+            end = path.index(after: slash)
+        }
+        return nil
     }
 
     // MARK: Integrity
