@@ -48,6 +48,20 @@ struct TransporterTests {
         #expect(leftovers.isEmpty)
     }
 
+    @Test("--json reports the output, size, MD5 and the verification")
+    func json() throws {
+        let folder = TemporaryFolder()
+        let archive = Self.archive(folder)
+        let result = hcpack(["transporter", "--json", archive, "--vendor-id", "app", "-o", folder.url("Up.itmsp")])
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try #require(jsonObject(result.stdout))
+        #expect(object["written"] as? Bool == true)
+        #expect(object["output"] as? String == folder.url("Up.itmsp"))
+        #expect(object["md5"] as? String == String(run("md5sum", [archive]).output.prefix(32)))
+        #expect(object["size"] as? Int == folder.read("levels.zip")?.count)
+        #expect((object["verification"] as? [String: Any])?["valid"] as? Bool == true)
+    }
+
     @Test("An invalid archive exits 1, prints the problems and writes nothing")
     func invalid() {
         let folder = TemporaryFolder()
