@@ -54,8 +54,9 @@ step "diff against the previous release (a lower version fails the pipeline)"
 step "install the previous release, then this one, into a scratch DEST"
 "$hcpack" install "$previous" --dest "$work/dest" --quiet
 "$hcpack" install "$release" --dest "$work/dest"
-test -f "$work/dest/levels/2.json" || test -n "$(find "$work/dest" -name 2.json -print -quit)" || {
-    echo "run.sh: the installed release lacks levels/2.json" >&2
+# Contents/levels/2.json in the package is DEST/levels/2.json once installed.
+cmp "$work/package/Contents/levels/2.json" "$work/dest/levels/2.json" || {
+    echo "run.sh: DEST/levels/2.json is missing or differs from the package's Contents/levels/2.json" >&2
     exit 1
 }
 
