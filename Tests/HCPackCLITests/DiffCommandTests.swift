@@ -120,6 +120,13 @@ struct DiffCommandTests {
         let junk = hcpack(["diff", folder.url("good"), folder.url("junk.zip")])
         #expect(junk.status == 1)
         #expect(junk.stderr.contains("junk.zip"))
+        // A truncated archive: absence of files proves nothing, so it is not compared.
+        zipFolder(folder.url("good"), to: folder.url("good.zip"))
+        let bytes = folder.read("good.zip") ?? []
+        folder.write("cut.zip", Array(bytes.prefix(bytes.count / 2)))
+        let cut = hcpack(["diff", folder.url("good.zip"), folder.url("cut.zip")])
+        #expect(cut.status == 1, "\(cut.stdout)")
+        #expect(cut.stderr.contains("cut.zip"))
         #expect(hcpack(["diff", "only-one"]).status == 2)
     }
 }
