@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# The main job on the example package: verify the folder, pack it, verify the archive.
+# The main job on the example package: scaffold, build, verify (and install, once it exists).
 set -euo pipefail
 hcpack=${HCPACK:-hcpack}
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+cd "$work"
 
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+step hcpack init new-pack --product-id com.example.chess.puzzles
+"$hcpack" init new-pack --product-id com.example.chess.puzzles
+find new-pack | LC_ALL=C sort
 
 step hcpack verify examples/chess-openings
 "$hcpack" verify "$here/chess-openings"
 
-step "zip the folder (as a server would ship it) and verify the archive"
-(cd "$here/chess-openings" && zip -qrX "$work/chess-openings.zip" ContentInfo.plist Contents)
-"$hcpack" verify "$work/chess-openings.zip"
+step hcpack build examples/chess-openings -o chess-openings-1.2.zip
+"$hcpack" build "$here/chess-openings" -o chess-openings-1.2.zip
 
-step "hcpack verify --json on the archive"
-"$hcpack" verify --json "$work/chess-openings.zip"
+step "hcpack build again: byte-identical (reproducible)"
+"$hcpack" build "$here/chess-openings" -o again.zip --quiet
+cmp chess-openings-1.2.zip again.zip && echo "identical: $(sha256sum again.zip | cut -c1-16)..."
+
+step hcpack verify chess-openings-1.2.zip
+"$hcpack" verify chess-openings-1.2.zip
+
+step hcpack verify --json chess-openings-1.2.zip
+"$hcpack" verify --json chess-openings-1.2.zip

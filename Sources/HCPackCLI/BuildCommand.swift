@@ -1,12 +1,149 @@
 import HostedContent
 
-/// `hcpack build` (being written).
+/// `hcpack build SOURCE`: validate a package (or a folder of content) and write a reproducible archive.
 struct BuildCommand: Command {
-    static let spec = CommandSpec(name: "build", summary: "Not available yet.")
+    static let spec = CommandSpec(
+        name: "build",
+        summary: "Validate a package folder (or a folder of content) and pack it reproducibly.",
+        arguments: [
+            ArgumentSpec(
+                "SOURCE",
+                help: "A package folder (ContentInfo.plist and Contents/), or a plain folder whose files become Contents/.")
+        ],
+        options: [
+            OptionSpec("output", short: "o", value: "OUTPUT", help: "Where to write (default: <product-id>-<version>.zip here)."),
+            OptionSpec(
+                "product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
+            OptionSpec("content-version", value: "V", help: "ContentVersion (required for a plain folder; overrides the plist)."),
+            OptionSpec("format", value: "zip|tar.gz|dir", help: "Output format (default: from OUTPUT's extension, else zip)."),
+            OptionSpec(
+                "compression", value: "auto|store|deflate",
+                help: "Zip entry compression (default auto: store what does not shrink)."),
+            OptionSpec(
+                "exclude", value: "GLOB", repeatable: true,
+                help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
+            OptionSpec(
+                "source-date-epoch", value: "N",
+                help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            OptionSpec("force", help: "Replace an existing OUTPUT."),
+            OptionSpec("json", help: "Print one JSON object on stdout."),
+            OptionSpec("quiet", short: "q", help: "Print only errors."),
+        ],
+        discussion: """
+            Junk (.DS_Store, __MACOSX/, ._*, Thumbs.db, .git/) is always left out. The package is checked with the
+            rules of 'hcpack verify' before anything is written; with an error, nothing is written. Files is
+            generated when the plist has none, and each listed file's size and SHA-256 is recorded under
+            HCPackIntegrity. The same input always gives the same bytes (docs/format.md).
+            Exit status: 0 built, 1 invalid package, 2 usage error or OUTPUT exists, 3 I/O failure.
+            """)
 
-    init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {}
+    let options: BuildOptions
+    let json: Bool
+    let quiet: Bool
+
+    init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
+        let name = Self.spec.name
+        var options = BuildOptions(
+            source: context.absolutePath(arguments.argument(0) ?? ""), defaultOutputFolder: context.currentDirectory)
+        options.output = arguments.value("output").map(context.absolutePath)
+        options.productIdentifier = arguments.value("product-id")
+        options.contentVersion = arguments.value("content-version")
+        if let format = arguments.value("format") {
+            guard let parsed = BuildFormat(rawValue: format) else {
+                throw UsageError("--format must be zip, tar.gz or dir, got '\(format)'", command: name)
+            }
+            options.format = parsed
+        }
+        if let compression = arguments.value("compression") {
+            guard let parsed = CompressionPolicy(rawValue: compression) else {
+                throw UsageError("--compression must be auto, store or deflate, got '\(compression)'", command: name)
+            }
+            options.compression = parsed
+        }
+        options.excludes = arguments.values("exclude")
+        if let epoch = try arguments.integer("source-date-epoch") {
+            guard epoch >= 0 else { throw UsageError("--source-date-epoch must not be negative", command: name) }
+            options.sourceDateEpoch = epoch
+        } else if let text = context.environment["SOURCE_DATE_EPOCH"], !text.isEmpty {
+            guard let epoch = Int64(text), epoch >= 0 else {
+                throw UsageError("SOURCE_DATE_EPOCH must be a whole number of seconds, got '\(text)'", command: name)
+            }
+            options.sourceDateEpoch = epoch
+        }
+        options.force = arguments.flag("force")
+        self.options = options
+        json = arguments.flag("json")
+        quiet = arguments.flag("quiet")
+    }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
-        throw HCPackError(.invalidRequest, "'hcpack build' is not available in this version")
+        let bar = ProgressBar(context: context, enabled: !json && !quiet)
+        let plan: BuildPlan
+        do {
+            plan = try Builder.prepare(options, progress: bar.handler)
+        } catch {
+            bar.finish()
+            throw error
+        }
+        bar.finish()
+        guard plan.isValid else {
+            if json {
+                context.out(jsonReport(plan: plan, result: nil).rendered() + "\n")
+            } else {
+                let problems =
+                    quiet ? plan.report.problems.problems.filter { $0.severity == .error } : plan.report.problems.problems
+                context.out(ReportRendering.problemLines(problems))
+                if !quiet { context.out(notes(plan.excluded)) }
+            }
+            context.err(
+                "hcpack: error: \(options.source): \(ReportRendering.plural(plan.report.problems.errorCount, "error")); nothing was written\n"
+            )
+            return ExitCode.invalid
+        }
+        let result: BuildResult
+        do {
+            result = try Builder.write(plan, options: options, progress: bar.handler)
+        } catch {
+            bar.finish()
+            throw error
+        }
+        bar.finish()
+        if json {
+            context.out(jsonReport(plan: plan, result: result).rendered() + "\n")
+        } else if !quiet {
+            context.out(notes(result.excluded))
+            context.out(ReportRendering.problemLines(result.problems.problems))
+            context.out(
+                "built \(result.output) (\(result.format.rawValue)): \(ReportRendering.plural(result.fileCount, "file")), "
+                    + "\(result.contentBytes) content bytes, \(result.outputBytes) \(result.format == .directory ? "bytes in all" : "archive bytes")\n"
+            )
+            if let digest = result.sha256 { context.out("sha256 \(digest)\n") }
+        }
+        return ExitCode.success
+    }
+
+    /// One note line per entry left out.
+    func notes(_ excluded: [ExcludedEntry]) -> String {
+        excluded.map { "note: left out \($0.path) (\($0.reason.explanation))\n" }.joined()
+    }
+
+    func jsonReport(plan: BuildPlan, result: BuildResult?) -> JSONValue {
+        let info = plan.contentInfo
+        func optional(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+        return .object([
+            ("built", .bool(result != nil)),
+            ("output", result.map { .string($0.output) } ?? .null),
+            ("format", .string(plan.format.rawValue)),
+            ("productIdentifier", optional(info?.productIdentifier)),
+            ("contentVersion", optional(info?.contentVersion)),
+            ("files", .number(Int64(plan.fileCount))),
+            ("contentBytes", .number(plan.contentBytes)),
+            ("archiveBytes", result.map { .number($0.outputBytes) } ?? .null),
+            ("sha256", optional(result?.sha256)),
+            ("excluded", .array(plan.excluded.map { .string($0.path) })),
+            ("errors", .number(Int64(plan.report.problems.errorCount))),
+            ("warnings", .number(Int64(plan.report.problems.warningCount))),
+            ("problems", ReportRendering.problems(plan.report.problems)),
+        ])
     }
 }

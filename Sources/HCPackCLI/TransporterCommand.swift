@@ -42,7 +42,7 @@ struct TransporterCommand: Command {
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
         let template = try TemplateLocator.locate(
-            "transporter-metadata.xml", environment: context.environment, executablePath: TemplateLocator.currentExecutablePath())
+            "transporter-metadata.xml", environment: context.environment, executablePath: InitCommand.executablePath())
         let request = TransporterRequest(
             archivePath: archive, vendorID: vendorID, outputPath: output, force: force, templatePath: template)
         let result = try TransporterPackage.write(request)

@@ -126,3 +126,15 @@ public struct ContentInfo: Sendable, Equatable {
     /// The plist as XML bytes.
     public func encodeXML() -> [UInt8] { PropertyList.encodeXML(.dictionary(dictionary)) }
 }
+
+extension ContentInfo {
+    /// True for 1 to 100 letters, digits, '.', '-' or '_' (the rule `plist.product-id-syntax` applies).
+    public static func isValidProductIdentifier(_ identifier: String) -> Bool {
+        let bytes = identifier.utf8
+        guard (1...100).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
+    }
+}

@@ -155,7 +155,7 @@ private struct RuleChecker {
         case nil:
             problems.add(.plistMissingKey, path: ContentInfo.fileName, "IAPProductIdentifier is missing; add the product's identifier (e.g. com.example.levels)")
         case .string(let identifier)?:
-            if !Self.isValidProductIdentifier(identifier) {
+            if !ContentInfo.isValidProductIdentifier(identifier) {
                 problems.add(
                     .productIdentifierSyntax, path: ContentInfo.fileName,
                     "IAPProductIdentifier '\(PackagePath.printable(identifier))' must be 1 to 100 letters, digits, '.', '-' or '_'")
@@ -190,15 +190,6 @@ private struct RuleChecker {
             }
         case let other?:
             problems.add(.plistWrongType, path: ContentInfo.fileName, "Files is a \(other.typeName); make it an array of path strings")
-        }
-    }
-
-    static func isValidProductIdentifier(_ identifier: String) -> Bool {
-        let bytes = identifier.utf8
-        guard (1...100).contains(bytes.count) else { return false }
-        return bytes.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
         }
     }
 

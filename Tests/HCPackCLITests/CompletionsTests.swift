@@ -46,6 +46,7 @@ struct CompletionsTests {
         #expect(complete(["hcpack", "verify", "pk"]) == ["pkg.zip"])
         #expect(complete(["hcpack", "help", "tra"]) == ["transporter"])
         #expect(complete(["hcpack", "diff", "--"]).contains("--fail-on-downgrade"))
+        #expect(complete(["hcpack", "build", "--format", "t"]) == ["tar.gz"], "a|b|c values are offered as choices")
     }
 
     @Test("The zsh and fish scripts are well formed: balanced quotes, one definition per command")

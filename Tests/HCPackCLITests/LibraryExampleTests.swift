@@ -14,22 +14,28 @@ struct LibraryExampleTests {
         return nil
     }
 
-    @Test("The example verifies, inspects and diffs packages, with hcpack's exit codes")
+    @Test("The example builds, verifies, inspects and diffs packages, with hcpack's exit codes")
     func runs() throws {
         let example = try #require(Self.binary(), "hcpack-library-example is not built next to the tests")
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "old")
         writeValidPackage(in: folder, root: "new")
         folder.write("new/Contents/index.json", "{\"title\": \"Changed\"}\n")
-        zipFolder(folder.url("new"), to: folder.url("new.zip"))
-        let result = run(example, [folder.url("new.zip"), folder.url("old")])
+        let built = run(example, ["build", folder.url("new"), folder.url("new.zip")])
+        #expect(built.status == 0, "\(built.output)")
+        #expect(built.output.contains("built \(folder.url("new.zip")): com.example.levels 1.0, 4 files"))
+        let result = run(example, ["verify", folder.url("new.zip"), folder.url("old")])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("package: com.example.levels 1.0"))
         #expect(result.output.contains("valid"))
         #expect(result.output.contains("0 added, 0 removed, 1 changed, 3 unchanged; version same"))
         folder.remove("old/Contents/index.json")
-        #expect(run(example, [folder.url("old")]).status == 1)
-        #expect(run(example, [folder.url("absent")]).status == 3)
+        #expect(run(example, ["verify", folder.url("old")]).status == 1)
+        let refused = run(example, ["build", folder.url("old"), folder.url("old.zip")])
+        #expect(refused.status == 1)
+        #expect(refused.output.contains("files.not-found"))
+        #expect(!FileManager.default.fileExists(atPath: folder.url("old.zip")))
+        #expect(run(example, ["verify", folder.url("absent")]).status == 3)
         #expect(run(example, []).status == 2)
     }
 }

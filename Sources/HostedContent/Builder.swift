@@ -1,0 +1,557 @@
+import ArchiveIO
+import Digest
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A validated build, ready to write: the generated plist, what goes in, what is left out, and the verdict.
+public struct BuildPlan: Sendable {
+    /// How the source folder is laid out.
+    public enum SourceKind: String, Sendable {
+        /// ContentInfo.plist and/or Contents/ at the root.
+        case package
+        /// A folder of content: its files become Contents/.
+        case plainFolder
+    }
+
+    /// One folder or file to write, in archive order.
+    struct Item: Sendable {
+        /// Path in the built package ("Contents/a/b.json").
+        var path: String
+        var kind: EntryKind
+        /// Absolute path in the source (files only).
+        var sourcePath: String
+        var size: Int64
+        var sha256: [UInt8]
+    }
+
+    /// The source folder, without trailing slashes.
+    public var source: String
+    /// Whether the source is a package folder or a plain folder of content.
+    public var sourceKind: SourceKind
+    /// Where the output goes.
+    public var output: String
+    /// What is written there.
+    public var format: BuildFormat
+    /// The built plist (nil when the source plist could not be read: the report says why).
+    public var contentInfo: ContentInfo?
+    /// The XML written as ContentInfo.plist.
+    public var plistBytes: [UInt8]
+    /// The rules run over the would-be package.
+    public var report: VerificationReport
+    /// What the package leaves out.
+    public var excluded: [ExcludedEntry]
+    var items: [Item]
+
+    /// True when the package has no errors and may be written.
+    public var isValid: Bool { report.isValid() }
+    /// Regular files under Contents/ that will be written.
+    public var fileCount: Int { items.count { $0.kind == .file } }
+    /// Their total size.
+    public var contentBytes: Int64 { items.reduce(0) { $0 + ($1.kind == .file ? $1.size : 0) } }
+}
+
+/// Builds hosted content packages: validate first, then write a reproducible archive or folder atomically.
+///
+/// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
+/// the first entry), `write` streams each file again in 1 MiB chunks, hashing it once more so a file that
+/// changed in between fails the build rather than contradicting its record.
+///
+/// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips
+/// across hosts run with `TZ=UTC0`, as the `hcpack` executable does.
+public enum Builder {
+    /// Names left out of every build: `PackagePath.isJunk` plus version-control folders.
+    public static func isDefaultExcluded(name: String) -> Bool {
+        name == ".git" || PackagePath.isJunk(name)
+    }
+
+    /// Validates a build and plans it; writes nothing.
+    /// - Throws: `HCPackError` `.notFound` for a missing source, `.invalidRequest` for a source that is not a
+    ///   folder, missing identity for a plain folder, or an existing output without `force`.
+    /// - Parameter progress: told of the files hashed so far (phase "checking"; totals are not known yet).
+    public static func prepare(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildPlan {
+        let source = normalizedPath(options.source)
+        guard let status = try FileSystem.status(source) else {
+            throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
+        }
+        guard status.kind == .directory else {
+            throw HCPackError(
+                .invalidRequest,
+                "\(source): not a folder; build takes a package folder or a folder of content (to check an archive, run hcpack verify)",
+                path: source)
+        }
+
+        let plistPath = source + "/" + ContentInfo.fileName
+        let hasPlist = FileSystem.exists(plistPath)
+        let hasContents = (try FileSystem.status(source + "/" + Verifier.contentsFolder))?.kind == .directory
+        let sourceKind: BuildPlan.SourceKind = hasPlist || hasContents ? .package : .plainFolder
+        if !hasPlist {
+            var missing: [String] = []
+            if options.productIdentifier == nil { missing.append("--product-id") }
+            if options.contentVersion == nil { missing.append("--content-version") }
+            if !missing.isEmpty {
+                throw HCPackError(
+                    .invalidRequest,
+                    "\(source) has no \(ContentInfo.fileName), so give \(missing.joined(separator: " and ")) (or run hcpack init to create one)",
+                    path: source)
+            }
+        }
+
+        // The output is settled before the scan, so a build into its own source folder leaves its output out.
+        let output: String
+        let format: BuildFormat
+        if let explicit = options.output {
+            output = normalizedPath(explicit)
+            format = try resolveFormat(options, output: output)
+        } else {
+            format = options.format ?? .zip
+            let original =
+                hasPlist
+                ? (try? FileSystem.readFile(plistPath, limit: options.verify.limits.plist.maxBytes)).flatMap {
+                    try? ContentInfo.decode($0)
+                } : nil
+            let identifier = options.productIdentifier ?? original?.productIdentifier ?? "package"
+            let version = options.contentVersion ?? original?.contentVersion ?? "0"
+            output = normalizedPath(options.defaultOutputFolder) + "/" + identifier + "-" + version + format.fileExtension
+        }
+        try refuseExisting(output, force: options.force)
+
+        let ownOutput = relativePath(output, inside: source)
+        let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder, ownOutput: ownOutput)
+        var checkedFiles = 0
+        var checkedBytes: Int64 = 0
+        let snapshot = try PackageScanner.scanFolder(source, limits: options.verify.limits) { path in
+            guard filter.reason(for: path) == nil && filter.isContent(path) else { return false }
+            if let progress {
+                // Called just before each file is hashed: count it now, so a long first pass is not silent.
+                progress(
+                    ProgressUpdate(
+                        phase: "checking", completedBytes: checkedBytes, totalBytes: nil, completedFiles: checkedFiles,
+                        totalFiles: nil))
+                checkedFiles += 1
+                checkedBytes += (try? FileSystem.status(source + "/" + path))??.size ?? 0
+            }
+            return true
+        }
+
+        // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
+        var entries: [PackageEntry] = []
+        var excluded: [ExcludedEntry] = []
+        var excludedFolders: Set<ExactPath> = []
+        var items: [BuildPlan.Item] = []
+        for var entry in snapshot.entries {
+            if isInside(entry.path, anyOf: excludedFolders) { continue }
+            let packagePath = sourceKind == .plainFolder ? Verifier.contentsPrefix + entry.path : entry.path
+            if entry.path == ContentInfo.fileName && sourceKind == .package { continue }  // replaced below
+            if let reason = filter.reason(for: entry.path) {
+                excluded.append(ExcludedEntry(path: packagePath, reason: reason))
+                if entry.kind == .directory { excludedFolders.insert(ExactPath(entry.path)) }
+                continue
+            }
+            let sourcePath = source + "/" + entry.path
+            entry.path = packagePath
+            switch entry.kind {
+            case .file:
+                entry.permissions = 0o644
+                items.append(
+                    BuildPlan.Item(
+                        path: packagePath, kind: .file, sourcePath: sourcePath, size: entry.size, sha256: entry.sha256 ?? []))
+            case .directory:
+                entry.permissions = 0o755
+                items.append(BuildPlan.Item(path: packagePath, kind: .directory, sourcePath: sourcePath, size: 0, sha256: []))
+            case .symlink:
+                excluded.append(ExcludedEntry(path: packagePath, reason: .symlink))
+            default:
+                break
+            }
+            entries.append(entry)
+        }
+        if sourceKind == .plainFolder {
+            entries.insert(PackageEntry(path: Verifier.contentsFolder, kind: .directory, permissions: 0o755), at: 0)
+            items.append(BuildPlan.Item(path: Verifier.contentsFolder, kind: .directory, sourcePath: source, size: 0, sha256: []))
+        }
+        items.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+
+        // The plist: the source's (overridden), or a new one; Files generated when absent; integrity recorded.
+        var contentInfo: ContentInfo?
+        var plistBytes = snapshot.contentInfoBytes
+        if !hasPlist {
+            contentInfo = ContentInfo(dictionary: .init())
+        } else if let bytes = snapshot.contentInfoBytes,
+            let decoded = try? ContentInfo.decode(bytes, limits: options.verify.limits.plist)
+        {
+            contentInfo = decoded
+        }
+        if var info = contentInfo {
+            if let identifier = options.productIdentifier { info.productIdentifier = identifier }
+            if let version = options.contentVersion { info.contentVersion = version }
+            if info.dictionary[ContentInfo.filesKey] == nil {
+                info.files = items.filter { $0.kind == .file }.map { String($0.path.dropFirst(Verifier.contentsPrefix.count)) }
+            }
+            var records: [String: FileRecord] = [:]
+            // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
+            let byPath = Dictionary(items.map { (ExactPath($0.path), $0) }, uniquingKeysWith: { first, _ in first })
+            for path in info.files ?? [] {
+                guard let item = byPath[ExactPath(Verifier.contentsPrefix + path)], item.kind == .file else { continue }
+                records[path] = FileRecord(size: item.size, sha256: item.sha256.hexString)
+            }
+            info.integrity = records
+            contentInfo = info
+            plistBytes = info.encodeXML()
+        }
+        if let plistBytes, contentInfo != nil || hasPlist {
+            entries.insert(PackageEntry(path: ContentInfo.fileName, kind: .file, size: Int64(plistBytes.count)), at: 0)
+        } else if hasPlist, let original = snapshot.entries.first(where: { $0.path == ContentInfo.fileName }) {
+            entries.insert(original, at: 0)  // not a readable file: let the rules say what it is
+        }
+
+        var would = snapshot
+        would.entries = entries
+        would.contentInfoBytes = plistBytes
+        let report = Verifier.check(would, options: options.verify)
+
+        return BuildPlan(
+            source: source, sourceKind: sourceKind, output: output, format: format, contentInfo: contentInfo,
+            plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items)
+    }
+
+    /// Prepares and writes in one call.
+    @discardableResult
+    /// - Throws: `HCPackError` `.invalidPackage` when the package has errors (use `prepare` to get the report).
+    public static func build(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildResult {
+        let plan = try prepare(options, progress: progress)
+        return try write(plan, options: options, progress: progress)
+    }
+
+    /// True when a folder in `folders` holds `path`.
+    static func isInside(_ path: String, anyOf folders: Set<ExactPath>) -> Bool {
+        guard !folders.isEmpty else { return false }
+        var parent = Substring(path)
+        while let slash = parent.lastIndex(of: "/") {
+            parent = parent[..<slash]
+            if folders.contains(ExactPath(parent)) { return true }
+        }
+        return false
+    }
+
+    /// The path without trailing slashes ("/" stays).
+    static func normalizedPath(_ path: String) -> String {
+        var result = Substring(path)
+        while result.count > 1 && result.hasSuffix("/") { result = result.dropLast() }
+        return String(result)
+    }
+
+    /// `path` relative to `folder` when it lies inside it (compared without '.', '..' or doubled slashes).
+    static func relativePath(_ path: String, inside folder: String) -> String? {
+        let inner = URL(fileURLWithPath: path).standardizedFileURL.path
+        let outer = URL(fileURLWithPath: folder).standardizedFileURL.path
+        let prefix = outer.hasSuffix("/") ? outer : outer + "/"
+        return inner.hasPrefix(prefix) ? String(inner.dropFirst(prefix.count)) : nil
+    }
+
+    static func resolveFormat(_ options: BuildOptions, output: String) throws(HCPackError) -> BuildFormat {
+        let implied = BuildFormat.implied(byOutput: output)
+        switch (options.format, implied) {
+        case (let chosen?, let implied?) where chosen != implied:
+            throw HCPackError(
+                .invalidRequest,
+                "\(output): the name says \(implied.rawValue) but --format says \(chosen.rawValue); make them agree",
+                path: output)
+        case (let chosen?, _): return chosen
+        case (nil, let implied?): return implied
+        case (nil, nil):
+            throw HCPackError(
+                .invalidRequest,
+                "\(output): cannot tell the format from the name; end it in .zip, .tar.gz or .tgz, or give --format zip|tar.gz|dir",
+                path: output)
+        }
+    }
+
+    static func refuseExisting(_ output: String, force: Bool) throws(HCPackError) {
+        if !force && FileSystem.exists(output) {
+            throw HCPackError(.invalidRequest, "\(output) already exists; use --force to replace it", path: output)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes a valid plan to a temporary file (or folder) beside the output, then renames it into place.
+    /// On any failure the temporary is removed and the output is untouched.
+    /// - Throws: `HCPackError` `.invalidPackage` for a plan with errors; `.invalidRequest` when the output
+    ///   exists without `force`; `.diskFull`/`.io`/`.permissionDenied` when writing fails, or `.io` when a
+    ///   source file changed since `prepare` hashed it.
+    public static func write(_ plan: BuildPlan, options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError)
+        -> BuildResult
+    {
+        guard plan.isValid else {
+            throw HCPackError(
+                .invalidPackage, "\(plan.source): the package has \(plan.report.problems.errorCount) errors; nothing was written",
+                path: plan.source)
+        }
+        try refuseExisting(plan.output, force: options.force)
+        let output = plan.output
+        let parent = parentFolder(of: output)
+        guard (try FileSystem.status(parent))?.kind == .directory else {
+            throw HCPackError(.notFound, "\(parent): the output folder does not exist; create it first", path: parent)
+        }
+        let name = String(output.split(separator: "/").last ?? "package")
+        let template = parent + "/." + name + ".hcpack-XXXXXX"
+
+        let sink: PackageSink
+        let temporary: String
+        if plan.format == .directory {
+            temporary = try makeTemporaryFolder(template, for: output)
+            sink = FolderSink(root: temporary, output: output, modificationTime: options.sourceDateEpoch)
+        } else {
+            let (descriptor, path) = try makeTemporaryFile(template, for: output)
+            temporary = path
+            do {
+                sink = try ArchiveSink(
+                    descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
+                    modificationTime: options.sourceDateEpoch)
+            } catch {
+                close(descriptor)
+                unlink(temporary)
+                throw error
+            }
+        }
+        var committed = false
+        defer {
+            if !committed { try? FileManager.default.removeItem(atPath: temporary) }
+        }
+
+        var tracker = ProgressTracker(handler: progress, totalBytes: plan.contentBytes, totalFiles: plan.fileCount)
+        try sink.addFile(
+            ContentInfo.fileName, size: Int64(plan.plistBytes.count),
+            compression: options.compression.choose(head: plan.plistBytes))
+        try sink.write(plan.plistBytes)
+        try sink.endFile()
+        for item in plan.items {
+            if item.kind == .directory {
+                try sink.addFolder(item.path)
+            } else {
+                try copy(item, into: sink, compression: options.compression, tracker: &tracker)
+            }
+        }
+        try sink.finish()
+
+        let (outputBytes, digest) =
+            plan.format == .directory ? (Int64(plan.plistBytes.count) + plan.contentBytes, nil) : try hashFile(temporary)
+        try commit(temporary, to: output, replacing: options.force)
+        committed = true
+        try syncFolder(parent)
+
+        return BuildResult(
+            output: output, format: plan.format, productIdentifier: plan.contentInfo?.productIdentifier ?? "",
+            contentVersion: plan.contentInfo?.contentVersion ?? "", fileCount: plan.fileCount, contentBytes: plan.contentBytes,
+            outputBytes: outputBytes, sha256: digest, excluded: plan.excluded, problems: plan.report.problems)
+    }
+
+    /// Streams one file into the sink, checking it is still what `prepare` hashed.
+    private static func copy(
+        _ item: BuildPlan.Item, into sink: PackageSink, compression: CompressionPolicy, tracker: inout ProgressTracker
+    ) throws(HCPackError) {
+        let file = try OpenFile(reading: item.sourcePath)
+        let hasher = Digest.Hasher(.sha256)
+        var written: Int64 = 0
+        var begun = false
+        let changed = HCPackError(
+            .io,
+            "\(item.sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
+            path: item.sourcePath)
+        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
+            if !begun {
+                // The first chunk (1 MiB) holds the sample the compression choice needs.
+                try sink.addFile(item.path, size: item.size, compression: compression.choose(head: chunk))
+                begun = true
+            }
+            guard written + Int64(chunk.count) <= item.size else { throw changed }
+            hasher.update(chunk)
+            try sink.write(chunk)
+            written += Int64(chunk.count)
+            tracker.advance(bytes: Int64(chunk.count))
+        }
+        if !begun { try sink.addFile(item.path, size: item.size, compression: .store) }
+        guard written == item.size, hasher.finalize() == item.sha256 else { throw changed }
+        try sink.endFile()
+        tracker.finishFile()
+    }
+
+    static func parentFolder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    private static func makeTemporaryFile(_ template: String, for output: String) throws(HCPackError) -> (Int32, String) {
+        var buffer = Array(template.utf8CString)
+        let descriptor = buffer.withUnsafeMutableBufferPointer { pointer -> Int32 in
+            guard let base = pointer.baseAddress else { return -1 }
+            return mkstemp(base)
+        }
+        guard descriptor >= 0 else { throw HCPackError.system("create a temporary file beside", path: output, errno: errno) }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let path = String(decoding: buffer.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (descriptor, path)
+    }
+
+    private static func makeTemporaryFolder(_ template: String, for output: String) throws(HCPackError) -> String {
+        var buffer = Array(template.utf8CString)
+        let created = buffer.withUnsafeMutableBufferPointer { pointer -> Bool in
+            guard let base = pointer.baseAddress else { return false }
+            return mkdtemp(base) != nil
+        }
+        guard created else { throw HCPackError.system("create a temporary folder beside", path: output, errno: errno) }
+        let path = String(decoding: buffer.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        chmod(path, 0o755)  // mkdtemp makes it 0700
+        return path
+    }
+
+    /// Renames the finished temporary into place. A file replaces a file atomically; anything else that is in
+    /// the way (with `force`) is moved aside first and removed afterwards.
+    private static func commit(_ temporary: String, to output: String, replacing: Bool) throws(HCPackError) {
+        guard let existing = try FileSystem.status(output) else {
+            let temporaryIsFolder = (try FileSystem.status(temporary))?.kind == .directory
+            if !temporaryIsFolder && !replacing {
+                // link(2) fails if the output appeared meanwhile, where rename(2) would replace it.
+                if link(temporary, output) == 0 {
+                    unlink(temporary)
+                    return
+                }
+                if errno == EEXIST {
+                    throw HCPackError(.invalidRequest, "\(output) already exists; use --force to replace it", path: output)
+                }
+                // Some file systems have no hard links: fall back to rename.
+            }
+            guard rename(temporary, output) == 0 else { throw HCPackError.system("rename into", path: output, errno: errno) }
+            return
+        }
+        guard replacing else {
+            throw HCPackError(.invalidRequest, "\(output) already exists; use --force to replace it", path: output)
+        }
+        let temporaryIsFolder = (try FileSystem.status(temporary))?.kind == .directory
+        if existing.kind != .directory && !temporaryIsFolder {
+            guard rename(temporary, output) == 0 else { throw HCPackError.system("rename into", path: output, errno: errno) }
+            return
+        }
+        let aside = temporary + ".old"
+        guard rename(output, aside) == 0 else { throw HCPackError.system("move aside", path: output, errno: errno) }
+        guard rename(temporary, output) == 0 else {
+            let code = errno
+            rename(aside, output)
+            throw HCPackError.system("rename into", path: output, errno: code)
+        }
+        try? FileManager.default.removeItem(atPath: aside)
+    }
+
+    /// fsync on a folder, so a rename in it survives a crash.
+    static func syncFolder(_ path: String) throws(HCPackError) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 || errno == EINVAL else { throw HCPackError.system("fsync", path: path, errno: errno) }
+    }
+
+    /// Size and SHA-256 of a file.
+    static func hashFile(_ path: String) throws(HCPackError) -> (Int64, String) {
+        let file = try OpenFile(reading: path)
+        let hasher = Digest.Hasher(.sha256)
+        var size: Int64 = 0
+        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
+            hasher.update(chunk)
+            size += Int64(chunk.count)
+        }
+        return (size, hasher.finalize().hexString)
+    }
+}
+
+/// Decides which source entries a build leaves out.
+struct ExclusionFilter {
+    let patterns: [String]
+    /// True for a plain folder, where every entry is content.
+    let contentsOnly: Bool
+
+    /// The build's output, relative to the source folder, when it lies inside it.
+    let ownOutput: String?
+
+    init(patterns: [String], contentsOnly: Bool, ownOutput: String? = nil) {
+        self.ownOutput = ownOutput
+        // "build/" means the folder build: match it without the slash.
+        self.patterns = patterns.map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.contentsOnly = contentsOnly
+    }
+
+    /// The output itself, what is inside it (a folder build), or a temporary of it (`.NAME.hcpack-XXXXXX`).
+    private func isOwnOutput(_ sourcePath: String, _ output: String) -> Bool {
+        if sourcePath == output || sourcePath.hasPrefix(output + "/") { return true }
+        let slash = output.lastIndex(of: "/")
+        let folder = slash.map { String(output[..<$0]) + "/" } ?? ""
+        let name = slash.map { String(output[output.index(after: $0)...]) } ?? output
+        return sourcePath.hasPrefix(folder + "." + name + ".hcpack-")
+    }
+
+    /// True for entries under Contents/ (and everything in a plain folder).
+    func isContent(_ sourcePath: String) -> Bool {
+        contentsOnly || sourcePath.hasPrefix(Verifier.contentsPrefix)
+    }
+
+    /// Why `sourcePath` (relative to the source folder) is left out, or nil when it is kept.
+    func reason(for sourcePath: String) -> ExcludedEntry.Reason? {
+        if let ownOutput, isOwnOutput(sourcePath, ownOutput) { return .buildOutput }
+        let relative: String
+        if contentsOnly {
+            relative = sourcePath
+        } else if sourcePath.hasPrefix(Verifier.contentsPrefix) {
+            relative = String(sourcePath.dropFirst(Verifier.contentsPrefix.count))
+        } else {
+            if sourcePath == ContentInfo.fileName || sourcePath == Verifier.contentsFolder { return nil }
+            let name = String(sourcePath.split(separator: "/").first ?? "")
+            return Builder.isDefaultExcluded(name: name) ? .junk : .outsideContents
+        }
+        let names = relative.split(separator: "/").map(String.init)
+        if names.contains(where: Builder.isDefaultExcluded(name:)) { return .junk }
+        guard !patterns.isEmpty else { return nil }
+        // Each name, and each leading part of the path, so "assets/raw" also leaves out what is inside it.
+        var prefixes: [String] = []
+        var prefix = ""
+        for name in names {
+            prefix = prefix.isEmpty ? name : prefix + "/" + name
+            prefixes.append(prefix)
+        }
+        for pattern in patterns
+        where names.contains(where: { fnmatch(pattern, $0, 0) == 0 })
+            || prefixes.contains(where: { fnmatch(pattern, $0, 0) == 0 })
+        {
+            return .pattern(pattern)
+        }
+        return nil
+    }
+}
+
+/// Counts bytes and files written and reports them to a progress handler.
+struct ProgressTracker {
+    let handler: ProgressHandler?
+    let totalBytes: Int64
+    let totalFiles: Int
+    var bytes: Int64 = 0
+    var files = 0
+
+    mutating func advance(bytes count: Int64) {
+        bytes += count
+        report()
+    }
+
+    mutating func finishFile() {
+        files += 1
+        report()
+    }
+
+    func report() {
+        handler?(
+            ProgressUpdate(
+                phase: "packing", completedBytes: bytes, totalBytes: totalBytes, completedFiles: files, totalFiles: totalFiles))
+    }
+}

@@ -1,0 +1,167 @@
+import ArchiveIO
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where `Builder` writes a package: an archive or a folder. Entries arrive in archive order.
+protocol PackageSink: AnyObject {
+    func addFolder(_ path: String) throws(HCPackError)
+    /// Starts a file of exactly `size` bytes; its data follows through `write`, then `endFile`.
+    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError)
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError)
+    func endFile() throws(HCPackError)
+    /// Flushes everything to stable storage.
+    func finish() throws(HCPackError)
+}
+
+extension PackageSink {
+    /// Writes bytes held in an array.
+    func write(_ bytes: [UInt8]) throws(HCPackError) {
+        var failure: HCPackError?
+        bytes.withUnsafeBytes { raw in
+            do throws(HCPackError) { try write(raw) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+}
+
+/// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes.
+final class ArchiveSink: PackageSink {
+    private let descriptor: Int32
+    private var isOpen = true
+    private let writer: ArchiveWriter
+    private let output: String
+    private let modificationTime: Int64
+
+    init(descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64) throws(HCPackError) {
+        self.descriptor = descriptor
+        self.output = output
+        self.modificationTime = modificationTime
+        do {
+            writer = try ArchiveWriter(fileDescriptor: descriptor, format: format)
+        } catch {
+            throw Self.translate(error, output: output)
+        }
+    }
+
+    deinit { if isOpen { close(descriptor) } }
+
+    func addFolder(_ path: String) throws(HCPackError) {
+        try archive { () throws(ArchiveError) in
+            try writer.begin(
+                ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
+        }
+    }
+
+    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
+        try archive { () throws(ArchiveError) in
+            try writer.begin(
+                ArchiveWriteEntry(
+                    path: path, kind: .file, size: size, permissions: 0o644, modificationTime: modificationTime,
+                    compression: compression))
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
+        try archive { () throws(ArchiveError) in try writer.write(bytes) }
+    }
+
+    func endFile() throws(HCPackError) {}
+
+    func finish() throws(HCPackError) {
+        try archive { () throws(ArchiveError) in try writer.finish() }
+        // Owner-readable mkstemp mode becomes an ordinary file's mode, whatever the umask.
+        guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: output, errno: errno) }
+        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
+        isOpen = false
+        guard close(descriptor) == 0 else { throw HCPackError.system("close", path: output, errno: errno) }
+    }
+
+    private func archive(_ body: () throws(ArchiveError) -> Void) throws(HCPackError) {
+        do {
+            try body()
+        } catch {
+            throw Self.translate(error, output: output)
+        }
+    }
+
+    /// An archive failure in terms of the output: disk full, permission, or the library's message.
+    static func translate(_ error: ArchiveError, output: String) -> HCPackError {
+        if let code = error.errno { return HCPackError.system("write", path: output, errno: code) }
+        return HCPackError(.io, "\(output): \(error.message)", path: output)
+    }
+}
+
+/// Writes a package folder: folders 0755, files 0644, every timestamp the build's, each file fsync'd.
+final class FolderSink: PackageSink {
+    private let root: String
+    private let output: String
+    private let modificationTime: Int64
+    private var folders: [String] = []
+    private var current: (descriptor: Int32, path: String)?
+
+    init(root: String, output: String, modificationTime: Int64) {
+        self.root = root
+        self.output = output
+        self.modificationTime = modificationTime
+    }
+
+    deinit { if let current { close(current.descriptor) } }
+
+    func addFolder(_ path: String) throws(HCPackError) {
+        let full = root + "/" + path
+        guard mkdir(full, 0o755) == 0 else { throw HCPackError.system("mkdir", path: full, errno: errno) }
+        guard chmod(full, 0o755) == 0 else { throw HCPackError.system("chmod", path: full, errno: errno) }  // despite the umask
+        folders.append(full)
+    }
+
+    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
+        let full = root + "/" + path
+        let descriptor = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else { throw HCPackError.system("create", path: full, errno: errno) }
+        current = (descriptor, full)
+        guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: full, errno: errno) }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
+        guard let (descriptor, path) = current, let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw HCPackError.system("write", path: path, errno: errno)
+            }
+            offset += count
+        }
+    }
+
+    func endFile() throws(HCPackError) {
+        guard let (descriptor, path) = current else { return }
+        current = nil
+        defer { close(descriptor) }
+        try stamp(descriptor: descriptor, path: path)
+        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
+    }
+
+    func finish() throws(HCPackError) {
+        // Deepest first: stamping a folder after its contents keeps the stamp.
+        for folder in ([root] + folders).reversed() {
+            let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw HCPackError.system("open", path: folder, errno: errno) }
+            defer { close(descriptor) }
+            try stamp(descriptor: descriptor, path: folder)
+            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: folder, errno: errno) }
+        }
+    }
+
+    /// Sets access and modification times to the build's timestamp.
+    private func stamp(descriptor: Int32, path: String) throws(HCPackError) {
+        let time = timespec(tv_sec: Int(modificationTime), tv_nsec: 0)
+        var times = [time, time]
+        guard futimens(descriptor, &times) == 0 else { throw HCPackError.system("set times of", path: path, errno: errno) }
+    }
+}
