@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on the example package: scaffold, build, verify (and install, once it exists).
+# The main job on the example package: scaffold, build, verify, install.
 set -euo pipefail
 hcpack=${HCPACK:-hcpack}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,3 +28,14 @@ step hcpack verify chess-openings-1.2.zip
 
 step hcpack verify --json chess-openings-1.2.zip
 "$hcpack" verify --json chess-openings-1.2.zip
+
+step hcpack install chess-openings-1.2.zip --dest app-documents
+mkdir app-documents
+echo "a note the user wrote" > app-documents/my-notes.txt
+"$hcpack" install chess-openings-1.2.zip --dest app-documents
+
+step "what was installed (the user's my-notes.txt is untouched)"
+find app-documents -not -path '*/.hcpack*' | LC_ALL=C sort
+
+step "install again: the same version is a no-op"
+"$hcpack" install chess-openings-1.2.zip --dest app-documents

@@ -1,0 +1,562 @@
+import Digest
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Settings for `Installer.install`.
+public struct InstallOptions: Sendable {
+    /// The folder files are installed into; it must exist.
+    public var destination: String
+    /// Install every regular file under Contents/ (junk aside), whether or not Files lists it.
+    public var installAll: Bool
+    /// Refuse a package whose IAPProductIdentifier differs.
+    public var expectedProductIdentifier: String?
+    /// Refuse a package whose ContentVersion differs (compared numerically: "1" equals "1.0").
+    public var expectedVersion: String?
+    /// Allow a downgrade, and overwrite files at target paths that hcpack did not install.
+    public var force: Bool
+    /// Wait for another install into the same destination instead of failing at once.
+    public var wait: Bool
+    /// Rules and read limits (`verify.limits.archive` bounds entries, bytes and compression ratio).
+    public var verify: VerifyOptions
+
+    /// Options for installing into `destination`; everything else off by default.
+    public init(
+        destination: String, installAll: Bool = false, expectedProductIdentifier: String? = nil,
+        expectedVersion: String? = nil, force: Bool = false, wait: Bool = false, verify: VerifyOptions = VerifyOptions()
+    ) {
+        self.destination = destination
+        self.installAll = installAll
+        self.expectedProductIdentifier = expectedProductIdentifier
+        self.expectedVersion = expectedVersion
+        self.force = force
+        self.wait = wait
+        self.verify = verify
+    }
+}
+
+/// What an install did to the destination as a whole.
+public enum InstallStatus: String, Sendable {
+    /// First install of the product, or the same version again with missing or changed files restored.
+    case installed
+    /// The same version was already installed intact: nothing was written.
+    case unchanged
+    /// A newer version replaced an older one.
+    case upgraded
+    /// An older version replaced a newer one (only with `force`).
+    case downgraded
+}
+
+/// The result of an install that went through.
+public struct InstallResult: Sendable {
+    /// What happened to DEST as a whole.
+    public var status: InstallStatus
+    /// The package's IAPProductIdentifier.
+    public var productIdentifier: String
+    /// The package's ContentVersion, as written.
+    public var version: String
+    /// The version the receipt recorded before, if any.
+    public var previousVersion: String?
+    /// Paths (relative to DEST) placed by this install.
+    public var installed: [String]
+    /// Paths already holding exactly the right bytes, left untouched.
+    public var skipped: [String]
+    /// Paths of the previous version that this one no longer lists, removed.
+    public var removed: [String]
+    /// Paths of the previous version that this one no longer lists, kept because they changed since install.
+    public var kept: [String]
+    /// Bytes placed by this install.
+    public var bytes: Int64
+    /// Bytes written to the staging folder: files DEST already held with the recorded bytes are not staged.
+    public var stagedBytes: Int64
+    /// The verification of the package (warnings only, or none).
+    public var report: VerificationReport
+}
+
+/// An install either went through, or the package was invalid and nothing was written.
+public enum InstallOutcome: Sendable {
+    case completed(InstallResult)
+    /// The package failed verification or the listed-file checks; the report has every problem.
+    case rejected(VerificationReport)
+}
+
+/// Installs a hosted content package archive into a folder (docs/install.md).
+///
+/// Stage (stream into `DEST/.hcpack/staging-*`), verify, check every listed file, plan against the receipt,
+/// write a journal, rename each file into place, remove stale files, write the receipt, drop the journal.
+public enum Installer {
+    /// hcpack's own folder inside DEST.
+    public static let metadataFolder = ".hcpack"
+    /// Receipts folder inside `metadataFolder`.
+    public static let receiptsFolder = "receipts"
+    /// Largest receipt or journal read back (a receipt lists at most `maxEntries` files).
+    static let recordLimit = 256 << 20
+
+    /// The journal's file name inside `DEST/.hcpack/`.
+    public static func journalName(_ productIdentifier: String) -> String { "journal-\(productIdentifier).json" }
+    /// The receipt's file name inside `DEST/.hcpack/receipts/`.
+    public static func receiptName(_ productIdentifier: String) -> String { "\(productIdentifier).json" }
+
+    /// Installs the package archive at `archive` into `options.destination`.
+    /// - Returns: `.rejected` with every problem when the package is invalid (DEST untouched).
+    /// - Throws: `HCPackError`: `.invalidPackage` for a refused install (wrong product or version, downgrade,
+    ///   a user file in the way, no Files list) with DEST untouched; `.notFound`, `.permissionDenied`,
+    ///   `.diskFull`, `.io`, `.locked` for the environment.
+    public static func install(_ archive: String, options: InstallOptions, progress: ProgressHandler? = nil) throws(HCPackError)
+        -> InstallOutcome
+    {
+        guard let archiveStatus = try FileSystem.status(archive) else {
+            throw HCPackError(.notFound, "\(archive): no such archive; check the path", path: archive)
+        }
+        if archiveStatus.kind == .directory {
+            throw HCPackError(
+                .invalidRequest,
+                "\(archive) is a folder; install reads archives (zip, tar, xar): pack the folder first (hcpack build)",
+                path: archive)
+        }
+        let session = try InstallSession(options: options, progress: progress)
+        do {
+            return try session.run(archive)
+        } catch {
+            session.abandon()
+            throw error
+        }
+    }
+}
+
+/// One install: the open destination, its lock and staging folder, and how far it got.
+private final class InstallSession {
+    let options: InstallOptions
+    let progress: ProgressHandler?
+    let destinationPath: String
+    let destination: DirectoryHandle
+    let metadata: DirectoryHandle
+    let createdMetadata: Bool
+    let lock: DestinationLock
+    var staging: StagingArea?
+    /// Set once the journal is on disk: from then on DEST may change, and a failure keeps the journal.
+    var committed = false
+    /// The Contents/-relative name each file to install has in the archive (and so in staging).
+    var stagedNames: [ExactPath: String] = [:]
+
+    init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
+        self.options = options
+        self.progress = progress
+        let path = options.destination
+        destinationPath = path
+        guard let status = try FileSystem.status(path) else {
+            throw HCPackError(.notFound, "\(path): no such folder; create the destination folder first", path: path)
+        }
+        if status.kind == .symlink {
+            throw HCPackError(
+                .permissionDenied, "\(path) is a symlink; hcpack installs only into a real folder, pass the folder it points to",
+                path: path)
+        }
+        guard status.kind == .directory else {
+            throw HCPackError(
+                .notFound, "\(path) is a \(status.kind.noun), not a folder; pass the destination folder", path: path)
+        }
+        destination = try DirectoryHandle.open(path)
+        // A waiting install whose lock file was removed under it starts over (see DestinationLock).
+        while true {
+            let (folder, created) = try destination.makeDirectory(Installer.metadataFolder)
+            let acquired: DestinationLock?
+            do {
+                acquired = try DestinationLock.acquire(in: folder, destination: path, wait: options.wait)
+            } catch {
+                if created { destination.removeEmptyDirectory(Installer.metadataFolder) }
+                throw error
+            }
+            if let acquired {
+                metadata = folder
+                createdMetadata = created
+                lock = acquired
+                break
+            }
+        }
+    }
+
+    /// Undoes what a failed install left: the staging folder always; before the commit also the lock file and
+    /// `.hcpack/` when this install created them, so DEST is exactly as it was.
+    func abandon() {
+        try? staging?.remove()
+        staging = nil
+        if committed {
+            lock.release()
+            return
+        }
+        if lock.createdFile { lock.removeFileAndRelease() } else { lock.release() }
+        if createdMetadata { destination.removeEmptyDirectory(Installer.metadataFolder) }
+    }
+
+    func run(_ archive: String) throws(HCPackError) -> InstallOutcome {
+        // Leftovers of installs that were killed: nobody else can be using them while we hold the lock.
+        for name in try metadata.list() where name.hasPrefix(StagingArea.namePrefix) {
+            try metadata.removeTree(name)
+        }
+        let staging = try StagingArea(in: metadata, progress: progress)
+        self.staging = staging
+        if !options.force {
+            // With --force a changed file may need the package's bytes after all: stage everything then.
+            staging.inPlaceNames = { [unowned self] plistName, bytes in self.namesInPlace(plistName: plistName, plist: bytes) }
+        }
+        let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
+        let report = Self.installReport(Verifier.check(snapshot, options: options.verify))
+        if !report.isValid() {
+            abandon()
+            return .rejected(report)
+        }
+        let package = try identify(report, archive: archive)
+        let wanted = try filesToInstall(report, info: package.info, archive: archive)
+        let plan = try makePlan(package: package, wanted: wanted)
+        let result = try execute(plan, package: package, wanted: wanted, snapshot: snapshot, report: report)
+        try? staging.remove()
+        self.staging = nil
+        lock.release()
+        return .completed(result)
+    }
+
+    /// Verify's report, with some problems that only warn for verify made errors: install writes regular
+    /// files only, so a package relying on a link would arrive incomplete; and a setuid or setgid entry has
+    /// no innocent reason to be in hosted content (world-writable modes, common from sloppy zip tools, stay
+    /// warnings: installed files get 0644 anyway).
+    static func installReport(_ report: VerificationReport) -> VerificationReport {
+        var setID: Set<ExactPath> = []
+        for entry in report.snapshot.entries where entry.permissions & 0o6000 != 0 { setID.insert(ExactPath(entry.path)) }
+        var problems = ProblemList()
+        for problem in report.problems.problems {
+            let refused =
+                problem.rule == .symlink || problem.rule == .hardlink
+                || (problem.rule == .unsafePermissions && setID.contains(ExactPath(problem.path)))
+            problems.add(problem.rule, path: problem.path, problem.message, severity: refused ? .error : problem.severity)
+        }
+        var copy = report
+        copy.problems = problems
+        return copy
+    }
+
+    struct Package {
+        var info: ContentInfo
+        var productIdentifier: String
+        var version: ContentVersion
+        /// Prefix of Contents/ in the archive ("Contents/" or "ROOT/Contents/").
+        var contentsPrefix: String
+    }
+
+    func identify(_ report: VerificationReport, archive: String) throws(HCPackError) -> Package {
+        guard let info = report.contentInfo, let identifier = info.productIdentifier, let version = info.version else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive): ContentInfo.plist has no usable IAPProductIdentifier or ContentVersion; run hcpack verify on it",
+                path: archive)
+        }
+        if let expected = options.expectedProductIdentifier, expected != identifier {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive) holds product '\(identifier)', not the expected '\(expected)'; check that you downloaded the right package",
+                path: archive)
+        }
+        if let expected = options.expectedVersion {
+            let matches = ContentVersion(expected).map { $0 == version } ?? (expected == version.text)
+            if !matches {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(archive) holds version \(version.text) of '\(identifier)', not the expected \(expected); check that you downloaded the right package",
+                    path: archive)
+            }
+        }
+        let root = report.snapshot.rootFolder.map { $0 + "/" } ?? ""
+        return Package(info: info, productIdentifier: identifier, version: version, contentsPrefix: root + "Contents/")
+    }
+
+    /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity).
+    func filesToInstall(_ report: VerificationReport, info: ContentInfo, archive: String) throws(HCPackError) -> [InstalledFile] {
+        var byPath: [String: PackageEntry] = [:]
+        for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix("Contents/") {
+            byPath[String(entry.path.dropFirst("Contents/".count))] = entry
+        }
+        let paths: [String]
+        if options.installAll {
+            paths = byPath.keys.filter { !PackagePath.isJunk($0) }.sorted()
+        } else if let files = info.files {
+            paths = files
+        } else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive): ContentInfo.plist has no Files key, so there is no list of files to install; add Files (hcpack build writes it) or pass --all to install every file under Contents/",
+                path: archive)
+        }
+        var result: [InstalledFile] = []
+        for path in paths {
+            if path.split(separator: "/").first == Substring(Installer.metadataFolder) {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
+                    path: archive)
+            }
+            guard PackagePath.unsafeArchiveNameReason(path) == nil, let entry = byPath[path], let digest = entry.sha256 else {
+                // Verify reports these as errors; this only guards against a rule being relaxed later.
+                throw HCPackError(
+                    .invalidPackage, "\(archive): Contents/\(path) is not a regular file in the package; run hcpack verify on it",
+                    path: archive)
+            }
+            result.append(InstalledFile(path: path, size: entry.size, sha256: digest.hexString))
+            // Files may spell a name in another Unicode normalization than the archive: stage by the archive's.
+            stagedNames[ExactPath(path)] = String(entry.path.dropFirst("Contents/".count))
+        }
+        return result.sorted { $0.path < $1.path }
+    }
+
+    /// Archive names of content files that DEST already holds with the bytes this plist records, as installed
+    /// by hcpack (the receipt records the same size and digest, and the file has that size now).
+    func namesInPlace(plistName: String, plist: [UInt8]) -> Set<String> {
+        let prefix = plistName.dropLast(ContentInfo.fileName.count) + "Contents/"
+        guard let info = try? ContentInfo.decode(plist, limits: options.verify.limits.plist),
+            let identifier = info.productIdentifier, let files = info.files,
+            let records = try? info.parseIntegrity(),
+            let receiptBytes = try? metadata.openDirectory(Installer.receiptsFolder)?.readFile(
+                Installer.receiptName(identifier), limit: Installer.recordLimit),
+            let receipt = InstallReceipt.decode(receiptBytes), receipt.productIdentifier == identifier
+        else { return [] }
+        let owned = receipt.recordsByPath
+        var names: Set<String> = []
+        for path in files where PackagePath.unsafeArchiveNameReason(path) == nil {
+            guard let record = records[path], owned[path] == record, case .file(let size)? = try? inspect(path),
+                size == record.size
+            else { continue }
+            names.insert(prefix + path)
+        }
+        return names
+    }
+
+    // MARK: Planning
+
+    /// What is at a target path.
+    enum Target {
+        case absent
+        case file(size: Int64)
+        case other(EntryKind)
+        /// A parent is not a folder (a file or a symlink): never installed through, even with --force.
+        case blocked(String)
+    }
+
+    struct Plan {
+        var place: [InstalledFile] = []
+        var skip: [String] = []
+        var remove: [String] = []
+        var keep: [String] = []
+        var previous: InstallReceipt?
+        var journal: InstallJournal?
+        var status = InstallStatus.installed
+    }
+
+    func inspect(_ path: String) throws(HCPackError) -> Target {
+        var parts = path.split(separator: "/")
+        guard let leaf = parts.popLast() else { return .absent }
+        let folder: DirectoryHandle?
+        do {
+            folder = try destination.openDirectories(parts)
+        } catch {
+            return .blocked(error.message)
+        }
+        guard let folder, let status = try folder.status(String(leaf)) else { return .absent }
+        return status.kind == .file ? .file(size: status.size) : .other(status.kind)
+    }
+
+    func digest(_ path: String) throws(HCPackError) -> FileRecord? {
+        var parts = path.split(separator: "/")
+        guard let leaf = parts.popLast(), let folder = try destination.openDirectories(parts) else { return nil }
+        return try folder.digest(String(leaf))
+    }
+
+    /// True when the file at `path` has exactly one of the `records` (hashing only when a size matches).
+    func matches(_ path: String, size: Int64, _ records: [FileRecord?]) throws(HCPackError) -> FileRecord? {
+        let candidates = records.compactMap { $0 }.filter { $0.size == size }
+        if candidates.isEmpty { return nil }
+        guard let actual = try digest(path) else { return nil }
+        return candidates.first { $0 == actual }
+    }
+
+    func makePlan(package: Package, wanted: [InstalledFile]) throws(HCPackError) -> Plan {
+        var plan = Plan()
+        let identifier = package.productIdentifier
+        if let bytes = try metadata.openDirectory(Installer.receiptsFolder)?.readFile(
+            Installer.receiptName(identifier), limit: Installer.recordLimit)
+        {
+            plan.previous = InstallReceipt.decode(bytes).flatMap { $0.productIdentifier == identifier ? $0 : nil }
+        }
+        if let bytes = try metadata.readFile(Installer.journalName(identifier), limit: Installer.recordLimit) {
+            plan.journal = InstallJournal.decode(bytes)
+        }
+        let previousVersion = plan.previous.flatMap { ContentVersion($0.version) }
+        if let previousVersion, previousVersion > package.version, !options.force {
+            throw HCPackError(
+                .invalidPackage,
+                "\(destinationPath) has version \(previousVersion.text) of '\(identifier)'; this package is the older \(package.version.text). Pass --force to downgrade",
+                path: destinationPath)
+        }
+        let owned = plan.previous?.recordsByPath ?? [:]
+        let journaled = Dictionary((plan.journal?.files ?? []).map { ($0.path, $0.record) }, uniquingKeysWith: { a, _ in a })
+
+        var conflicts: [String] = []
+        for file in wanted {
+            let location = destinationPath + "/" + file.path
+            switch try inspect(file.path) {
+            case .absent:
+                plan.place.append(file)
+            case .file(let size):
+                if try matches(file.path, size: size, [file.record]) != nil {
+                    plan.skip.append(file.path)
+                } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]]) != nil || options.force {
+                    plan.place.append(file)
+                } else {
+                    conflicts.append(
+                        "\(location): a file hcpack did not install (or one changed since) is in the way; move it away or pass --force to overwrite it"
+                    )
+                }
+            case .other(let kind):
+                if kind == .directory {
+                    conflicts.append("\(location) is a folder where the package has a file; remove or rename the folder")
+                } else if options.force {
+                    plan.place.append(file)  // rename replaces the link or special file itself, never its target
+                } else {
+                    conflicts.append(
+                        "\(location) is a \(kind.noun) where the package has a file; remove it or pass --force to replace it")
+                }
+            case .blocked(let message):
+                conflicts.append(message)
+            }
+        }
+        if !conflicts.isEmpty {
+            throw HCPackError(
+                .invalidPackage,
+                "\(conflicts.count == 1 ? "a path" : "\(conflicts.count) paths") in the destination block the install; nothing was changed:\n  "
+                    + conflicts.joined(separator: "\n  "),
+                path: destinationPath)
+        }
+        // A file judged in place while streaming (so not staged) that changed since: its bytes are not at hand.
+        for file in plan.place where staging?.wasSkipped(stagedPath(package, file)) == true {
+            throw HCPackError(
+                .io, "\(destinationPath)/\(file.path) changed while the archive was being read; run the install again",
+                path: destinationPath + "/" + file.path)
+        }
+
+        // Files of the previous install (or of an interrupted one) that this version no longer lists.
+        let wantedPaths = Set(wanted.map(\.path))
+        for path in Set(owned.keys).union(journaled.keys).subtracting(wantedPaths).sorted() {
+            guard case .file(let size) = try inspect(path) else {
+                continue  // gone already, or replaced by something that is not ours
+            }
+            if try matches(path, size: size, [owned[path], journaled[path]]) != nil {
+                plan.remove.append(path)
+            } else {
+                plan.keep.append(path)
+            }
+        }
+
+        if let previousVersion {
+            if package.version > previousVersion {
+                plan.status = .upgraded
+            } else if package.version < previousVersion {
+                plan.status = .downgraded
+            } else {
+                let sameReceipt = plan.previous == receipt(package, wanted)
+                plan.status =
+                    plan.place.isEmpty && plan.remove.isEmpty && sameReceipt && plan.journal == nil ? .unchanged : .installed
+            }
+        }
+        return plan
+    }
+
+    /// Where a file to install is in the archive, and so in the staging folder.
+    func stagedPath(_ package: Package, _ file: InstalledFile) -> String {
+        package.contentsPrefix + (stagedNames[ExactPath(file.path)] ?? file.path)
+    }
+
+    func receipt(_ package: Package, _ wanted: [InstalledFile]) -> InstallReceipt {
+        InstallReceipt(productIdentifier: package.productIdentifier, version: package.version.text, files: wanted)
+    }
+
+    // MARK: Placing
+
+    func execute(_ plan: Plan, package: Package, wanted: [InstalledFile], snapshot: PackageSnapshot, report: VerificationReport)
+        throws(HCPackError) -> InstallResult
+    {
+        var result = InstallResult(
+            status: plan.status, productIdentifier: package.productIdentifier, version: package.version.text,
+            previousVersion: plan.previous?.version, installed: [], skipped: plan.skip, removed: [], kept: plan.keep,
+            bytes: 0, stagedBytes: staging?.writtenBytes ?? 0, report: report)
+        if plan.status == .unchanged { return result }
+        guard let staging else { throw HCPackError(.io, "internal error: no staging folder", path: destinationPath) }
+
+        try staging.synchronize()
+        // The journal marks every path that may hold our bytes after a crash, before the first rename.
+        let wantedPaths = Set(wanted.map(\.path))
+        let carried = (plan.journal?.files ?? []).filter { !wantedPaths.contains($0.path) }
+        let journal = InstallJournal(
+            productIdentifier: package.productIdentifier, version: package.version.text, files: wanted + carried)
+        try metadata.writeAtomically(Installer.journalName(package.productIdentifier), journal.encoded())
+        committed = true
+
+        let totalBytes = plan.place.reduce(Int64(0)) { $0 + $1.size }
+        var touchedFolders: Set<String> = [""]
+        var destinationFolder: (path: String, handle: DirectoryHandle)?
+        for file in plan.place {
+            var parts = file.path.split(separator: "/")
+            guard let leaf = parts.popLast().map(String.init) else { continue }
+            let folderPath = parts.joined(separator: "/")
+            let target: DirectoryHandle
+            if let destinationFolder, destinationFolder.path == folderPath {
+                target = destinationFolder.handle
+            } else {
+                target = try destination.makeDirectories(parts)
+                destinationFolder = (folderPath, target)
+                for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
+            }
+            let stagedName = stagedPath(package, file)
+            guard let source = try staging.folder(of: stagedName), let stagedLeaf = stagedName.split(separator: "/").last else {
+                throw HCPackError(.io, "internal error: \(stagedName) was not staged", path: stagedName)
+            }
+            try source.rename(String(stagedLeaf), to: target, leaf)
+            result.installed.append(file.path)
+            result.bytes += file.size
+            progress?(
+                ProgressUpdate(
+                    phase: "installing", completedBytes: result.bytes, totalBytes: totalBytes,
+                    completedFiles: result.installed.count,
+                    totalFiles: plan.place.count))
+        }
+        destinationFolder = nil
+
+        for path in plan.remove {
+            var parts = path.split(separator: "/")
+            guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts) else {
+                continue
+            }
+            try folder.removeFile(leaf)
+            result.removed.append(path)
+            // Folders that only held removed files go too; a folder with anything else in it stays.
+            while let last = parts.popLast() {
+                guard let parent = try destination.openDirectories(parts), parent.removeEmptyDirectory(String(last)) else {
+                    break
+                }
+            }
+            for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
+        }
+
+        // Renames and removals reach the disk before the receipt says they happened.
+        for folderPath in touchedFolders.sorted(by: >) {
+            let parts = folderPath.split(separator: "/")
+            try destination.openDirectories(parts)?.synchronize()
+        }
+        let (receipts, _) = try metadata.makeDirectory(Installer.receiptsFolder)
+        try metadata.synchronize()
+        try receipts.writeAtomically(Installer.receiptName(package.productIdentifier), receipt(package, wanted).encoded())
+        try metadata.removeFile(Installer.journalName(package.productIdentifier))
+        try metadata.synchronize()
+        return result
+    }
+}

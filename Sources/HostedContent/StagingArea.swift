@@ -1,0 +1,188 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A private folder inside `DEST/.hcpack/` that receives archive data as it streams.
+///
+/// Only regular files that may lie under a package's Contents/ are written ("Contents/..." or
+/// "ROOT/Contents/...": the root is known only once the whole archive was read). Files are created with
+/// `O_CREAT|O_EXCL|O_NOFOLLOW` and folders with `mkdirat`, all relative to the staging folder's descriptor,
+/// so no entry can write outside it. Names were already checked by `PackagePath.unsafeArchiveNameReason`.
+public final class StagingArea {
+    /// Prefix of staging folder names in `DEST/.hcpack/`; leftovers with it are removed by the next install.
+    public static let namePrefix = "staging-"
+
+    /// The staging folder.
+    public let directory: DirectoryHandle
+    /// Its name inside the parent.
+    public let name: String
+    private let parent: DirectoryHandle
+    /// Conflicts found while writing (names the file system treats as one, a file where a folder must go).
+    public private(set) var problems = ProblemList()
+    /// Bytes written so far.
+    public private(set) var writtenBytes: Int64 = 0
+    /// Files written so far.
+    public private(set) var writtenFiles = 0
+    private let progress: ProgressHandler?
+    /// Says, for a ContentInfo.plist read from the archive, which archive names DEST already holds with exactly
+    /// the bytes the plist records: those are hashed as they stream but not written (see `plistRead`).
+    public var inPlaceNames: ((_ plistName: String, _ plist: [UInt8]) -> Set<String>)?
+    private var skippable: Set<String> = []
+    /// Content files not written because DEST already held them.
+    public private(set) var skipped: Set<String> = []
+    /// The folder of the previous file: archives list a folder's files together, so this saves most opens.
+    private var lastFolder: (path: String, handle: DirectoryHandle)?
+
+    /// Creates a fresh, uniquely named folder in `parent` (like `mkdtemp`, but with `mkdirat` on a descriptor).
+    public init(in parent: DirectoryHandle, progress: ProgressHandler? = nil) throws(HCPackError) {
+        self.parent = parent
+        self.progress = progress
+        var attempt = 0
+        while true {
+            let candidate = Self.namePrefix + Self.randomSuffix()
+            if mkdirat(parent.descriptor, candidate, 0o700) == 0 {
+                name = candidate
+                break
+            }
+            let code = errno
+            attempt += 1
+            guard code == EEXIST, attempt < 100 else {
+                throw HCPackError.system("mkdir", path: parent.describe(candidate), errno: code)
+            }
+        }
+        guard let opened = try parent.openDirectory(name) else {
+            throw HCPackError(.io, "\(parent.describe(name)) vanished right after it was created", path: parent.describe(name))
+        }
+        directory = opened
+    }
+
+    private static func randomSuffix() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        var generator = SystemRandomNumberGenerator()
+        return String((0..<8).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
+    }
+
+    /// True when an archive entry may turn out to be a content file, whichever root the package has.
+    public static func mayBeContent(_ name: String) -> Bool {
+        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
+        if parts.count >= 2 && parts[0] == "Contents" { return true }
+        return parts.count >= 3 && parts[1] == "Contents" && !PackagePath.isJunk(String(parts[0]))
+    }
+
+    /// Called by the scanner with each ContentInfo.plist candidate as soon as it is read. Archives made by
+    /// hcpack list the plist before Contents/, so a same-version reinstall or an upgrade that keeps most files
+    /// stages only what changed, and needs no free space for the rest.
+    func plistRead(_ name: String, _ bytes: [UInt8]) {
+        if let inPlaceNames { skippable.formUnion(inPlaceNames(name, bytes)) }
+    }
+
+    /// True when `archivePath` was not staged because DEST already held its bytes.
+    public func wasSkipped(_ archivePath: String) -> Bool { skipped.contains(archivePath) }
+
+    /// Starts writing the entry `name` (an archive name); nil when it need not be staged, is already in place
+    /// in DEST (recorded in `skipped`), or conflicts with an entry already staged (recorded in `problems`).
+    /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
+    public func beginFile(_ name: String) throws(HCPackError) -> StagedFileWriter? {
+        guard Self.mayBeContent(name) else { return nil }
+        if skippable.contains(name) {
+            skipped.insert(name)
+            return nil
+        }
+        var parts = name.split(separator: "/")
+        guard let leaf = parts.popLast() else { return nil }
+        let folderPath = parts.joined(separator: "/")
+        let folder: DirectoryHandle
+        if let lastFolder, lastFolder.path == folderPath {
+            folder = lastFolder.handle
+        } else {
+            var current = directory
+            for component in parts {
+                let component = String(component)
+                if mkdirat(current.descriptor, component, 0o700) != 0 && errno != EEXIST {
+                    throw HCPackError.system("mkdir", path: current.describe(component), errno: errno)
+                }
+                let child = openat(current.descriptor, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                if child < 0 {
+                    let code = errno
+                    if code == ENOTDIR || code == ELOOP {
+                        conflict(name)
+                        return nil
+                    }
+                    throw HCPackError.system("open", path: current.describe(component), errno: code)
+                }
+                current = DirectoryHandle(descriptor: child, path: current.describe(component))
+            }
+            folder = current
+            lastFolder = (folderPath, current)
+        }
+        let descriptor = openat(folder.descriptor, String(leaf), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let code = errno
+            if code == EEXIST || code == EISDIR || code == ELOOP {
+                conflict(name)
+                return nil
+            }
+            throw HCPackError.system("create", path: folder.describe(String(leaf)), errno: code)
+        }
+        return StagedFileWriter(file: WritableFile(descriptor: descriptor, path: folder.describe(String(leaf))), area: self)
+    }
+
+    private func conflict(_ name: String) {
+        problems.add(
+            .duplicateEntry, path: name,
+            "the entry collides with another one on this file system (a file and a folder with one name, or names that differ only in case); rename one of them"
+        )
+    }
+
+    fileprivate func account(bytes: Int64) {
+        writtenBytes += bytes
+        progress?(
+            ProgressUpdate(
+                phase: "unpacking", completedBytes: writtenBytes, totalBytes: nil, completedFiles: writtenFiles, totalFiles: nil))
+    }
+
+    fileprivate func accountFile() { writtenFiles += 1 }
+
+    /// Opens the folder holding a staged file (archive-relative path); nil when it was never staged.
+    public func folder(of archivePath: String) throws(HCPackError) -> DirectoryHandle? {
+        let parts = archivePath.split(separator: "/").dropLast()
+        return try directory.openDirectories(Array(parts))
+    }
+
+    /// Makes every staged file durable, so a file renamed into place is complete even after a power loss.
+    public func synchronize() throws(HCPackError) {
+        try FileSystemSync.synchronize(directory)
+    }
+
+    /// Removes the staging folder and everything in it.
+    public func remove() throws(HCPackError) {
+        lastFolder = nil
+        try parent.removeTree(name)
+    }
+}
+
+/// Receives one staged file's data block by block.
+public final class StagedFileWriter {
+    private let file: WritableFile
+    private unowned let area: StagingArea
+
+    init(file: WritableFile, area: StagingArea) {
+        self.file = file
+        self.area = area
+    }
+
+    /// Appends a block.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
+        try file.write(bytes)
+        area.account(bytes: Int64(bytes.count))
+    }
+
+    /// Sets mode 0644 and closes. The data reaches the disk through `StagingArea.synchronize()` (one `syncfs`
+    /// for all files), or here with `fsync` where `syncfs` is missing.
+    public func finish() throws(HCPackError) {
+        try file.finish(mode: 0o644, synchronize: !FileSystemSync.isAvailable)
+        area.accountFile()
+    }
+}

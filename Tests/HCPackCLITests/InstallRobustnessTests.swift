@@ -1,0 +1,246 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs the built hcpack binary in a child process, its output discarded or captured.
+final class ChildInstall {
+    let process = Process()
+    private let errorPipe = Pipe()
+    private let outputPipe = Pipe()
+
+    init(_ executable: String, _ arguments: [String]) {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = outputPipe
+        process.standardError = errorPipe
+    }
+
+    func start() throws { try process.run() }
+
+    /// Waits and returns the exit status (or the signal), with stdout and stderr.
+    func finish() -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
+        let out = outputPipe.fileHandleForReading.readDataToEndOfFile()
+        let err = errorPipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, process.terminationReason == .uncaughtSignal, String(decoding: out, as: UTF8.self),
+            String(decoding: err, as: UTF8.self)
+        )
+    }
+}
+
+/// Mounts a small tmpfs (root only); nil when that is not possible here.
+final class SmallFileSystem {
+    let path: String
+
+    init?(at path: String, size: String) {
+        guard getuid() == 0,
+            FileManager.default.isExecutableFile(atPath: "/bin/mount")
+                || FileManager.default.isExecutableFile(atPath: "/usr/bin/mount")
+        else {
+            return nil
+        }
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        guard run("mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", path]).status == 0 else { return nil }
+        self.path = path
+    }
+
+    deinit { run("umount", [path]) }
+}
+
+/// The regular files under `root` (hcpack's own folder aside), by relative path.
+func regularFiles(_ root: String) -> [String: Data] {
+    var result: [String: Data] = [:]
+    guard let enumerator = FileManager.default.enumerator(atPath: root) else { return result }
+    while let path = enumerator.nextObject() as? String {
+        if path == ".hcpack" {
+            enumerator.skipDescendants()
+            continue
+        }
+        var info = stat()
+        guard lstat(root + "/" + path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+        result[path] = FileManager.default.contents(atPath: root + "/" + path)
+    }
+    return result
+}
+
+func copyTree(_ source: String, to target: String) {
+    let result = run("cp", ["-a", source, target])
+    #expect(result.status == 0, "\(result.output)")
+}
+
+@Suite("hcpack install: crashes, full disks, concurrent installs", .serialized)
+struct InstallRobustnessTests {
+    /// Version 1 and 2 of a package of a few MB in many files: same paths, different bytes, and each with a
+    /// file the other lacks (so an upgrade places, replaces and removes).
+    static func packages(in folder: TemporaryFolder) -> (v1: String, v2: String) {
+        var v1 = PackageArchive(files: [("only-v1.txt", "dropped in 2\n")])
+        v1.generated = ("data/", 100, 20_000, 1)
+        var v2 = PackageArchive(version: "2", files: [("only-v2.txt", "new in 2\n")])
+        v2.generated = ("data/", 100, 20_000, 2)
+        return (v1.write(to: folder.url("v1.zip")), v2.write(to: folder.url("v2.zip")))
+    }
+
+    @Test("SIGKILL at any point leaves no partial file at a final path, and a rerun reaches the clean result")
+    func killAnywhere() throws {
+        let folder = TemporaryFolder()
+        // Kills test the page cache, not the disk: a tmpfs keeps 50 installs quick when it can be mounted.
+        let small = SmallFileSystem(at: folder.url("fs"), size: "256m")
+        defer { withExtendedLifetime(small) {} }  // unmounted only after the last run
+        let base = small?.path ?? folder.url("fs")
+        try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        let (v1, v2) = Self.packages(in: folder)
+        let binary = hcpackBinary()
+
+        // References: the clean results, and the bytes each version installs.
+        let fresh = base + "/fresh"
+        let upgraded = base + "/upgraded"
+        let withV1 = base + "/with-v1"
+        for dest in [fresh, upgraded] {
+            folder.write(String(dest.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
+        }
+        let start = Date()
+        #expect(run(binary, ["install", v2, "--dest", fresh]).status == 0)
+        let duration = Date().timeIntervalSince(start)
+        #expect(run(binary, ["install", v1, "--dest", upgraded]).status == 0)
+        copyTree(upgraded, to: withV1)
+        #expect(run(binary, ["install", v2, "--dest", upgraded]).status == 0)
+        let v1Files = regularFiles(withV1)
+        let v2Files = regularFiles(fresh)
+        #expect(v2Files.count == 102 && v1Files.count == 102)
+        let freshListing = treeListing(fresh)
+        let upgradedListing = treeListing(upgraded)
+        let useStrace = run("strace", ["-V"]).status == 0
+
+        var generator = SystemRandomNumberGenerator()
+        var killedRuns = 0
+        for index in 0..<24 {
+            let isUpgrade = index % 2 == 1
+            let dest = base + "/run-\(index)"
+            if isUpgrade {
+                copyTree(withV1, to: dest)
+            } else {
+                folder.write(String(dest.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
+            }
+            // Half the runs die at the K-th rename (journal, files, receipt: 103 in all), half after a random delay.
+            let child: ChildInstall
+            if useStrace && index < 12 {
+                let when = 1 + (index * 37) % 104
+                child = ChildInstall(
+                    "/usr/bin/env",
+                    [
+                        "strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)",
+                        binary, "install", v2, "--dest", dest,
+                    ])
+                try child.start()
+            } else {
+                child = ChildInstall(binary, ["install", v2, "--dest", dest])
+                try child.start()
+                usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
+                kill(child.process.processIdentifier, SIGKILL)
+            }
+            let outcome = child.finish()
+            if outcome.killed || outcome.status != 0 { killedRuns += 1 }
+
+            // The invariant: every file at a final path is whole, one version's bytes or the user's own.
+            for (path, data) in regularFiles(dest) {
+                let whole = data == v2Files[path] || (isUpgrade && data == v1Files[path])
+                #expect(whole, "run \(index): \(path) holds \(data.count) bytes that are no version's")
+            }
+            let rerun = run(binary, ["install", v2, "--dest", dest])
+            #expect(rerun.status == 0, "run \(index): \(rerun.output)")
+            #expect(
+                treeListing(dest) == (isUpgrade ? upgradedListing : freshListing),
+                "run \(index) ended elsewhere than a clean install")
+            try? FileManager.default.removeItem(atPath: dest)
+        }
+        #expect(killedRuns >= 12, "most runs were interrupted (\(killedRuns) of 24)")
+    }
+
+    @Test("A full file system fails the install with exit 3, removes the staging folder and leaves DEST as it was")
+    func diskFull() throws {
+        let folder = TemporaryFolder()
+        var package = PackageArchive()
+        package.generated = ("big/", 60, 50_000, 3)  // 3 MB, incompressible
+        let archive = package.write(to: folder.url("big.zip"))
+        let binary = hcpackBinary()
+
+        // With root: a 2 MB tmpfs. Always: a file size limit (ulimit -f), under which write fails with EFBIG.
+        if let small = SmallFileSystem(at: folder.url("small"), size: "2m") {
+            let dest = small.path + "/dest"
+            folder.write("small/dest/mine.txt", "user file\n")
+            let before = treeListing(dest)
+            let result = run(binary, ["install", archive, "--dest", dest])
+            #expect(result.status == 3, "\(result.output)")
+            #expect(result.output.contains("No space left on device"), "\(result.output)")
+            #expect(treeListing(dest) == before)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: small.path) == ["dest"])
+        }
+        folder.write("dest/mine.txt", "user file\n")
+        let dest = folder.url("dest")
+        let before = treeListing(dest)
+        let result = run(
+            "/bin/bash", ["-c", "ulimit -f 40; trap '' XFSZ; exec \"$0\" install \"$1\" --dest \"$2\"", binary, archive, dest])
+        #expect(result.status == 3, "\(result.output)")
+        #expect(result.output.contains("File too large"), "\(result.output)")
+        #expect(treeListing(dest) == before, "no staging folder, lock or .hcpack left")
+    }
+
+    @Test("Reinstalling on a nearly full file system works: files already in place are not staged again")
+    func reinstallOnFullDisk() throws {
+        let folder = TemporaryFolder()
+        var package = PackageArchive()
+        package.generated = ("big/", 60, 50_000, 4)  // 3 MB, incompressible
+        let archive = package.write(to: folder.url("big.zip"))
+        // Needs a small file system: root mounts a tmpfs; elsewhere `ulimit -f` cannot model free space.
+        guard let small = SmallFileSystem(at: folder.url("small"), size: "4m") else { return }
+        let dest = small.path + "/dest"
+        folder.makeFolder("small/dest")
+        let binary = hcpackBinary()
+        #expect(run(binary, ["install", archive, "--dest", dest]).status == 0)
+        let before = treeListing(dest)
+        let again = run(binary, ["install", archive, "--dest", dest])
+        #expect(again.status == 0, "\(again.output)")
+        #expect(again.output.contains("already installed"))
+        #expect(treeListing(dest) == before)
+    }
+
+    @Test("Two installs into one DEST at once never interleave: one waits or fails cleanly, the result is a clean install")
+    func concurrent() throws {
+        let folder = TemporaryFolder()
+        let (_, v2) = Self.packages(in: folder)
+        let binary = hcpackBinary()
+        folder.makeFolder("reference")
+        #expect(run(binary, ["install", v2, "--dest", folder.url("reference")]).status == 0)
+        let reference = treeListing(folder.url("reference"))
+
+        for (round, wait) in [(0, false), (1, false), (2, true)] {
+            let dest = folder.url("dest-\(round)")
+            folder.makeFolder("dest-\(round)")
+            let arguments = ["install", v2, "--dest", dest, "--json"] + (wait ? ["--wait"] : [])
+            let first = ChildInstall(binary, arguments)
+            let second = ChildInstall(binary, arguments)
+            try first.start()
+            try second.start()
+            let outcomes = [first.finish(), second.finish()]
+            for outcome in outcomes {
+                #expect(!outcome.killed)
+                if outcome.status != 0 {
+                    #expect(!wait, "with --wait both installs succeed: \(outcome.stderr)")
+                    #expect(outcome.status == 3)
+                    #expect(outcome.stderr.contains("another hcpack install is running in \(dest)"), "\(outcome.stderr)")
+                }
+            }
+            #expect(outcomes.contains { $0.status == 0 })
+            if wait {
+                let statuses = outcomes.compactMap { jsonObject($0.stdout)?["status"] as? String }.sorted()
+                #expect(statuses == ["installed", "unchanged"], "the second install saw the first one's complete result")
+            }
+            #expect(treeListing(dest) == reference, "round \(round)")
+        }
+    }
+}
