@@ -27,8 +27,11 @@ build: deps
 demo: build
 	@HCPACK="$(BIN_DIR)/hcpack" bash examples/demo.sh
 
+# After the suite: the release pipeline example (so it never rots) and a scratch `make install`, both with the
+# debug binary `swift test` has just built.
 test: deps
 	$(SWIFT) test
+	HCPACK="$$($(SWIFT) build --show-bin-path)/hcpack" bash examples/release-pipeline/run.sh
 	@$(MAKE) --no-print-directory install-check
 
 # `make install` into a scratch prefix with the debug build (already built by `swift test`): every file lands.

@@ -14,7 +14,7 @@ struct LibraryExampleTests {
         return nil
     }
 
-    @Test("The example builds, verifies, inspects and diffs packages, with hcpack's exit codes")
+    @Test("The example builds, verifies, inspects, diffs and installs packages, with hcpack's exit codes")
     func runs() throws {
         let example = try #require(Self.binary(), "hcpack-library-example is not built next to the tests")
         let folder = TemporaryFolder()
@@ -29,6 +29,11 @@ struct LibraryExampleTests {
         #expect(result.output.contains("package: com.example.levels 1.0"))
         #expect(result.output.contains("valid"))
         #expect(result.output.contains("0 added, 0 removed, 1 changed, 3 unchanged; version same"))
+        folder.makeFolder("dest")
+        let installed = run(example, ["install", folder.url("new.zip"), folder.url("dest")])
+        #expect(installed.status == 0, "\(installed.output)")
+        #expect(installed.output.contains("installed com.example.levels 1.0: 4 files placed"))
+        #expect(folder.read("dest/index.json") == folder.read("new/Contents/index.json"))
         folder.remove("old/Contents/index.json")
         #expect(run(example, ["verify", folder.url("old")]).status == 1)
         let refused = run(example, ["build", folder.url("old"), folder.url("old.zip")])

@@ -2,6 +2,7 @@
 //
 //     swift run hcpack-library-example build SOURCE OUTPUT    build a package archive, with progress
 //     swift run hcpack-library-example verify PATH [OLD]      verify, list files, and diff against OLD
+//     swift run hcpack-library-example install ARCHIVE DEST   install the listed files into DEST, with progress
 //
 // Exit status follows the hcpack command line: 0 success, 1 invalid package, 2 usage, 3 unreadable input.
 import Foundation
@@ -66,12 +67,28 @@ func verify(_ path: String, against old: String?) throws(HCPackError) -> Int32 {
     return report.isValid() ? 0 : 1
 }
 
+func install(_ archive: String, into destination: String) throws(HCPackError) -> Int32 {
+    let printer = PhasePrinter()
+    switch try Installer.install(archive, options: InstallOptions(destination: destination), progress: { printer($0) }) {
+    case .completed(let result):
+        let previous = result.previousVersion.map { " (was \($0))" } ?? ""
+        print("\(result.status.rawValue) \(result.productIdentifier) \(result.version)\(previous): \(result.installed.count) files placed")
+        return 0
+    case .rejected(let report):
+        for problem in report.problems.problems where problem.severity == .error {
+            print("error: [\(problem.rule.rawValue)] \(problem.path): \(problem.message)")
+        }
+        return 1
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: hcpack-library-example build SOURCE OUTPUT | verify PATH [OLD]"
+let usage = "usage: hcpack-library-example build SOURCE OUTPUT | verify PATH [OLD] | install ARCHIVE DEST"
 do {
     switch (arguments.first, arguments.count) {
     case ("build", 3): exit(try build(source: arguments[1], output: arguments[2]))
     case ("verify", 2), ("verify", 3): exit(try verify(arguments[1], against: arguments.count == 3 ? arguments[2] : nil))
+    case ("install", 3): exit(try install(arguments[1], into: arguments[2]))
     default: fail(usage, 2)
     }
 } catch {
