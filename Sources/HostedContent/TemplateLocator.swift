@@ -13,7 +13,9 @@ public enum TemplateLocator {
 
     /// The path of template `name` in the first folder that has it.
     /// - Throws: `HCPackError` `.notFound` listing every folder tried.
-    public static func locate(_ name: String, environment: [String: String], executablePath: String?) throws(HCPackError) -> String {
+    public static func locate(_ name: String, environment: [String: String], executablePath: String?) throws(HCPackError)
+        -> String
+    {
         let folders = candidateFolders(environment: environment, executablePath: executablePath)
         for folder in folders {
             let candidate = folder + "/" + name

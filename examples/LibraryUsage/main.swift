@@ -35,7 +35,9 @@ func build(source: String, output: String) throws(HCPackError) -> Int32 {
         return 1
     }
     let result = try Builder.write(plan, options: options, progress: { printer($0) })
-    print("built \(result.output): \(result.productIdentifier) \(result.contentVersion), \(result.fileCount) files, \(result.outputBytes) bytes")
+    print(
+        "built \(result.output): \(result.productIdentifier) \(result.contentVersion), \(result.fileCount) files, \(result.outputBytes) bytes"
+    )
     return 0
 }
 
@@ -72,7 +74,9 @@ func install(_ archive: String, into destination: String) throws(HCPackError) ->
     switch try Installer.install(archive, options: InstallOptions(destination: destination), progress: { printer($0) }) {
     case .completed(let result):
         let previous = result.previousVersion.map { " (was \($0))" } ?? ""
-        print("\(result.status.rawValue) \(result.productIdentifier) \(result.version)\(previous): \(result.installed.count) files placed")
+        print(
+            "\(result.status.rawValue) \(result.productIdentifier) \(result.version)\(previous): \(result.installed.count) files placed"
+        )
         return 0
     case .rejected(let report):
         for problem in report.problems.problems where problem.severity == .error {
