@@ -74,6 +74,21 @@ struct CompletionsTests {
         }
     }
 
+    @Test("The fish script completes commands, options and option values (when fish is installed)")
+    func fishWorks() throws {
+        guard run("fish", ["--version"]).status == 0 else { return }
+        let folder = TemporaryFolder()
+        let path = folder.write("hcpack.fish", hcpack(["completions", "fish"]).stdout)
+        func complete(_ line: String) -> [String] {
+            let result = run("fish", ["-c", "source '\(path)'; complete -C '\(line)'"])
+            return result.output.split(separator: "\n").map { String($0.prefix(while: { $0 != "\t" })) }
+        }
+        #expect(complete("hcpack ver") == ["verify"])
+        #expect(complete("hcpack verify --bu") == ["--budget"])
+        #expect(complete("hcpack build --format ") == ["dir", "tar.gz", "zip"])
+        #expect(complete("hcpack completions ") == ["bash", "fish", "zsh"])
+    }
+
     @Test("An unknown shell is a usage error")
     func unknownShell() {
         let result = hcpack(["completions", "tcsh"])
