@@ -73,6 +73,20 @@ struct DiffCommandTests {
         #expect((object["version"] as? [String: Any])?["change"] as? String == "same")
     }
 
+    @Test("Different product identifiers are pointed out")
+    func otherProduct() throws {
+        let folder = TemporaryFolder()
+        Self.makeReleases(folder)
+        let plist = String(decoding: folder.read("new/ContentInfo.plist") ?? [], as: UTF8.self)
+        folder.write("new/ContentInfo.plist", plist.replacingOccurrences(of: "com.example.levels", with: "com.example.other"))
+        let text = hcpack(["diff", "old", "new"], in: folder.path)
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("note: the product identifiers differ"))
+        let object = try #require(jsonObject(hcpack(["diff", "--json", "old", "new"], in: folder.path).stdout))
+        #expect(object["sameProduct"] as? Bool == false)
+        #expect((object["new"] as? [String: Any])?["productIdentifier"] as? String == "com.example.other")
+    }
+
     @Test("--fail-on-downgrade exits 1 for a lower version only; without it a downgrade still exits 0")
     func downgrade() {
         let folder = TemporaryFolder()
