@@ -77,7 +77,9 @@ public struct InstallResult: Sendable {
 }
 
 /// An install either went through, or the package was invalid and nothing was written.
-public enum InstallOutcome: Sendable {
+// `indirect`: without it, Swift 6.3.1 debug builds corrupt this two-payload enum when it is copied (a crash
+// in `outlined copy of InstallOutcome`; clean under AddressSanitizer, so a code generation bug, not ours).
+public indirect enum InstallOutcome: Sendable {
     case completed(InstallResult)
     /// The package failed verification or the listed-file checks; the report has every problem.
     case rejected(VerificationReport)

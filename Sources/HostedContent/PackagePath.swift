@@ -68,12 +68,16 @@ public enum PackagePath {
 
     /// Key under which two names collide on a case-insensitive, normalization-insensitive file system.
     public static func foldKey(_ path: String) -> String {
-        path.precomposedStringWithCanonicalMapping.lowercased()
+        // ASCII is already NFC and lowercases byte by byte; Foundation's Unicode path is far slower.
+        if path.utf8.allSatisfy({ $0 < 0x80 }) {
+            return String(decoding: path.utf8.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+        return path.precomposedStringWithCanonicalMapping.lowercased()
     }
 
     /// Key under which two names differ only in Unicode normalization.
     public static func normalizationKey(_ path: String) -> String {
-        path.precomposedStringWithCanonicalMapping
+        path.utf8.allSatisfy({ $0 < 0x80 }) ? path : path.precomposedStringWithCanonicalMapping
     }
 
     /// Resolves a symlink target lexically against the link's folder; nil when it leaves the package root.

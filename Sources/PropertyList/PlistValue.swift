@@ -57,10 +57,15 @@ public struct PlistDictionary: Sendable, Equatable {
 
     /// The entries in document order; keys are unique.
     public private(set) var entries: [Entry]
+    /// Position of each key in `entries`, so lookups stay O(1) in dictionaries of thousands of records.
+    private var positions: [String: Int]
 
     /// Creates a dictionary; later duplicates of a key replace earlier ones.
     public init(_ entries: [Entry] = []) {
         self.entries = []
+        self.positions = [:]
+        self.entries.reserveCapacity(entries.count)
+        self.positions.reserveCapacity(entries.count)
         for entry in entries { self[entry.key] = entry.value }
     }
 
@@ -69,15 +74,23 @@ public struct PlistDictionary: Sendable, Equatable {
 
     /// Reads a value; setting replaces in place, appends a new key, or removes the key when nil.
     public subscript(key: String) -> PlistValue? {
-        get { entries.first(where: { $0.key == key })?.value }
+        get { positions[key].map { entries[$0].value } }
         set {
-            let index = entries.firstIndex(where: { $0.key == key })
-            switch (index, newValue) {
-            case (let index?, let value?): entries[index].value = value
-            case (let index?, nil): entries.remove(at: index)
-            case (nil, let value?): entries.append(Entry(key: key, value: value))
-            case (nil, nil): break
+            switch (positions[key], newValue) {
+            case (let index?, let value?):
+                entries[index].value = value
+            case (let index?, nil):
+                entries.remove(at: index)
+                positions[key] = nil
+                for later in index..<entries.count { positions[entries[later].key] = later }
+            case (nil, let value?):
+                positions[key] = entries.count
+                entries.append(Entry(key: key, value: value))
+            case (nil, nil):
+                break
             }
         }
     }
+
+    public static func == (lhs: PlistDictionary, rhs: PlistDictionary) -> Bool { lhs.entries == rhs.entries }
 }
