@@ -22,15 +22,18 @@ let package = Package(
         .target(name: "HostedContent", dependencies: ["ArchiveIO", "PropertyList", "Digest"]),
 
         // Command line: parsing, rendering, exit codes.
-        .target(name: "HCPackCLI", dependencies: ["HostedContent"]),
+        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
         .executableTarget(name: "hcpack", dependencies: ["HCPackCLI"]),
+
+        // An example of the library used from outside: only HostedContent's public API (docs/library.md).
+        .executableTarget(name: "hcpack-library-example", dependencies: ["HostedContent"], path: "examples/LibraryUsage"),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "ArchiveIOTests", dependencies: ["ArchiveIO"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest", "TestSupport"]),
-        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack"]),
+        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack", "hcpack-library-example"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -36,11 +36,14 @@ public struct ArgumentSpec: Sendable {
     public var name: String
     public var help: String
     public var isOptional: Bool
+    /// The only values accepted, when the argument is one word of a fixed set (completions offer them).
+    public var choices: [String]
 
-    public init(_ name: String, optional: Bool = false, help: String) {
+    public init(_ name: String, optional: Bool = false, choices: [String] = [], help: String) {
         self.name = name
         self.help = help
         self.isOptional = optional
+        self.choices = choices
     }
 }
 

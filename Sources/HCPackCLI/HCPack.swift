@@ -25,10 +25,14 @@ public enum HCPack {
     public static let version = "0.1.0"
 
     static var commands: [any Command.Type] {
-        [InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, RulesCommand.self]
+        [
+            InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
+            TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+        ]
     }
 
-    static var specs: [CommandSpec] { commands.map { $0.spec } }
+    /// Every command's declaration, in the order `--help` lists them (completions and the man page read these).
+    public static var specs: [CommandSpec] { commands.map { $0.spec } }
 
     static var overview: String {
         var text = """

@@ -9,6 +9,7 @@ struct VerifyCommand: Command {
         options: [
             OptionSpec("strict", help: "Fail on warnings too."),
             OptionSpec("max-size", value: "BYTES", help: "Largest total content size (default 2000000000)."),
+            OptionSpec("budget", value: "FILE", help: "JSON size budget: maxTotalBytes, maxFileBytes, maxFiles (docs/budgets.md)."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing; only the exit code tells."),
         ],
@@ -22,6 +23,7 @@ struct VerifyCommand: Command {
     let json: Bool
     let quiet: Bool
     let options: VerifyOptions
+    let budgetPath: String?
 
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         path = context.absolutePath(arguments.argument(0) ?? "")
@@ -34,9 +36,12 @@ struct VerifyCommand: Command {
             options.maxSize = maxSize
         }
         self.options = options
+        budgetPath = arguments.value("budget").map(context.absolutePath)
     }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
+        var options = options
+        if let budgetPath { options.budget = try SizeBudget.load(budgetPath) }
         let report = try Verifier.verify(path, options: options)
         let valid = report.isValid(strict: strict)
         if json {

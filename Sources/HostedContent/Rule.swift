@@ -63,11 +63,15 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case sizeMismatch = "integrity.size-mismatch"
     case digestMismatch = "integrity.digest-mismatch"
 
+    // Size budgets (verify --budget FILE, docs/budgets.md).
+    case budgetExceeded = "budget.exceeded"
+    case budgetNearLimit = "budget.near-limit"
+
     /// The severity a problem of this rule has unless a check says otherwise.
     public var severity: Severity {
         switch self {
         case .strayEntry, .filesKeyMissing, .filesUnlisted, .symlink, .hardlink, .script, .junk,
-            .unsafePermissions, .integrityStrayRecord:
+            .unsafePermissions, .integrityStrayRecord, .budgetNearLimit:
             .warning
         default:
             .error
@@ -128,6 +132,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."
         case .sizeMismatch: "A file's size differs from its record."
         case .digestMismatch: "A file's SHA-256 differs from its record."
+        case .budgetExceeded: "The content is over a size budget limit (total bytes, bytes per file, or file count)."
+        case .budgetNearLimit: "The content has reached 80% of a size budget limit."
         }
     }
 }

@@ -9,10 +9,13 @@ public struct VerifyOptions: Sendable {
 
     public var maxSize: Int64
     public var limits: ReadLimits
+    /// Size limits to check (`budget.*` rules); nil checks none.
+    public var budget: SizeBudget?
 
-    public init(maxSize: Int64 = VerifyOptions.defaultMaxSize, limits: ReadLimits = ReadLimits()) {
+    public init(maxSize: Int64 = VerifyOptions.defaultMaxSize, limits: ReadLimits = ReadLimits(), budget: SizeBudget? = nil) {
         self.maxSize = maxSize
         self.limits = limits
+        self.budget = budget
     }
 }
 
@@ -102,6 +105,7 @@ private struct RuleChecker {
         checkFilesList()
         checkContent()
         checkIntegrity()
+        if let budget = options.budget { problems.append(contentsOf: budget.check(snapshot)) }
     }
 
     func isFolder(_ path: String) -> Bool {
