@@ -218,19 +218,7 @@ public final class DirectoryHandle {
         }
         defer { closedir(stream) }
         rewinddir(stream)
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(stream) else {
-                if errno != 0 { throw HCPackError.system("readdir", path: path, errno: errno) }
-                break
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
+        return try FileSystem.readItems(stream, path: path).map(\.name)
     }
 
     /// `fsync` on the folder, so renames and removals in it are durable.

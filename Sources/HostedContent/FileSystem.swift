@@ -51,6 +51,11 @@ public enum FileSystem {
     public static func listDirectory(_ path: String) throws(HCPackError) -> [DirectoryItem] {
         guard let directory = opendir(path) else { throw HCPackError.system("opendir", path: path, errno: errno) }
         defer { closedir(directory) }
+        return try readItems(directory, path: path)
+    }
+
+    /// Reads an open directory stream to its end (names sorted by bytes); `path` is for messages.
+    static func readItems(_ directory: OpaquePointer, path: String) throws(HCPackError) -> [DirectoryItem] {
         var items: [DirectoryItem] = []
         while true {
             errno = 0
