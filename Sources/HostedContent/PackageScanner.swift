@@ -261,6 +261,10 @@ struct ArchiveCollector {
     var currentName = ""
     /// Every header read, including refused and duplicate ones.
     var entriesRead = 0
+    /// Hashes file data on a second thread while this one reads and decompresses.
+    let hashes = HashPipeline()
+    /// The hash ticket of each entry that has one, by entry index.
+    var hashTickets: [Int: Int] = [:]
 
     init(plistLimit: Int) { self.plistLimit = plistLimit }
 
@@ -283,7 +287,7 @@ struct ArchiveCollector {
         } else if entry.kind == .file {
             // A few candidates at most: more than one already means more than one package.
             let isPlist = Self.isPlistCandidate(name) && plistCandidates.count < 4
-            let hasher = Digest.Hasher(.sha256)
+            let hashes = self.hashes
             var head: [UInt8] = []
             var plist: [UInt8] = []
             var plistTooBig = false
@@ -292,7 +296,7 @@ struct ArchiveCollector {
             let writer = indexByPath[ExactPath(name)] == nil ? try staging?.beginFile(name) : nil
             let count = try reader.readData { chunk in
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
-                hasher.update(chunk)
+                hashes.update(chunk)
                 try writer?.write(chunk)
                 if isPlist && !plistTooBig {
                     if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
@@ -300,7 +304,8 @@ struct ArchiveCollector {
             }
             try writer?.finish()
             entry.size = count
-            entry.sha256 = hasher.finalize()
+            let ticket = hashes.end()
+            if indexByPath[ExactPath(name)] == nil { hashTickets[entries.count] = ticket }
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
@@ -338,6 +343,8 @@ struct ArchiveCollector {
 
     /// The package root is the archive root, or its single top-level folder (junk such as __MACOSX aside).
     mutating func snapshot(path: String, format: String, complete: Bool) -> PackageSnapshot {
+        let digests = hashes.finish()
+        for (index, ticket) in hashTickets where ticket < digests.count { entries[index].sha256 = digests[ticket] }
         let topLevel = Set(entries.map { String($0.path.prefix(while: { $0 != "/" })) })
         let meaningful = topLevel.filter { !PackagePath.isJunk($0) }
         var root: String?
