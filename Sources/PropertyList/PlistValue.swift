@@ -57,39 +57,52 @@ public struct PlistDictionary: Sendable, Equatable {
 
     /// The entries in document order; keys are unique.
     public private(set) var entries: [Entry]
-    /// Position of each key in `entries`, so lookups stay O(1) in dictionaries of thousands of records.
-    private var positions: [String: Int]
+    /// Position of each key in `entries`, built once a dictionary is big enough for linear search to hurt
+    /// (thousands of integrity records); small dictionaries, by far the most common, stay without one.
+    private var positions: [String: Int]?
+    private static let indexThreshold = 16
 
     /// Creates a dictionary; later duplicates of a key replace earlier ones.
     public init(_ entries: [Entry] = []) {
         self.entries = []
-        self.positions = [:]
         self.entries.reserveCapacity(entries.count)
-        self.positions.reserveCapacity(entries.count)
         for entry in entries { self[entry.key] = entry.value }
     }
 
     /// The keys in document order.
     public var keys: [String] { entries.map(\.key) }
 
+    private func position(of key: String) -> Int? {
+        if let positions { return positions[key] }
+        return entries.firstIndex { $0.key == key }
+    }
+
     /// Reads a value; setting replaces in place, appends a new key, or removes the key when nil.
     public subscript(key: String) -> PlistValue? {
-        get { positions[key].map { entries[$0].value } }
+        get { position(of: key).map { entries[$0].value } }
         set {
-            switch (positions[key], newValue) {
+            switch (position(of: key), newValue) {
             case (let index?, let value?):
                 entries[index].value = value
             case (let index?, nil):
                 entries.remove(at: index)
-                positions[key] = nil
-                for later in index..<entries.count { positions[entries[later].key] = later }
+                positions = nil
+                if entries.count > Self.indexThreshold { rebuildPositions() }
             case (nil, let value?):
-                positions[key] = entries.count
+                positions?[key] = entries.count
                 entries.append(Entry(key: key, value: value))
+                if positions == nil && entries.count > Self.indexThreshold { rebuildPositions() }
             case (nil, nil):
                 break
             }
         }
+    }
+
+    private mutating func rebuildPositions() {
+        var index: [String: Int] = [:]
+        index.reserveCapacity(entries.count)
+        for (offset, entry) in entries.enumerated() { index[entry.key] = offset }
+        positions = index
     }
 
     public static func == (lhs: PlistDictionary, rhs: PlistDictionary) -> Bool { lhs.entries == rhs.entries }

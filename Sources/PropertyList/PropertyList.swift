@@ -17,8 +17,9 @@ public struct PlistLimits: Sendable, Equatable {
     /// Most values (of any type) in one document, counting every reference in a binary plist.
     public var maxObjects: Int
 
-    /// Creates limits; the defaults (8 MiB, 64 levels, a million values) are generous for ContentInfo.plist.
-    public init(maxBytes: Int = 8 << 20, maxDepth: Int = 64, maxObjects: Int = 1_000_000) {
+    /// Creates limits; the defaults (64 MiB, 64 levels, four million values) fit the Files list and integrity
+    /// records of a package of about 250,000 files.
+    public init(maxBytes: Int = 64 << 20, maxDepth: Int = 64, maxObjects: Int = 4_000_000) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth
         self.maxObjects = maxObjects

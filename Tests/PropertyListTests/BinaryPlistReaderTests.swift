@@ -107,7 +107,7 @@ struct BinaryPlistReaderTests {
             (O(objectRefSize: 0), .malformed, "reference size 0"),
             (O(objectRefSize: 9), .malformed, "reference size 9"),
             (O(numObjects: 0), .malformed, "no objects"),
-            (O(numObjects: 2_000_000), .limit, "2000000 objects"),
+            (O(numObjects: 5_000_000), .limit, "5000000 objects"),
             (O(numObjects: 3), .malformed, "runs past the trailer"),
             (O(topObject: 2), .malformed, "top object 2"),
             (O(offsetTableStart: 4), .malformed, "offset table start 4"),
