@@ -186,6 +186,35 @@ struct InstallFaultTests {
         #expect(undone >= 10, "\(undone) failures were undone")
     }
 
+    @Test("Where hard links are refused, replaced files are moved aside instead, and a failure still undoes the install")
+    func withoutHardLinks() throws {
+        guard straceWorks else {
+            print("skipped withoutHardLinks: strace is missing or may not trace here (make test installs it)")
+            return
+        }
+        let bench = UpgradeBench()
+        let noLinks = ["-e", "inject=linkat:error=EPERM"]
+        let plain = bench.destination("no-links")
+        let log = bench.folder.url("renames.log")
+        let traced = ["-f", "-o", log, "-e", "trace=renameat,linkat"] + noLinks
+        let upgraded = run("strace", traced + [bench.binary, "install", bench.v2, "--dest", plain])
+        #expect(upgraded.status == 0, "\(upgraded.output)")
+        #expect(treeListing(plain) == bench.newListing)
+        // The receipt's rename is the last one: fail it, and every file moved aside must come back.
+        let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        let renames = text.split(separator: "\n").filter { $0.contains("renameat(") }
+        #expect(renames.count >= 9, "journal, 2 files moved aside, 4 placed, 1 stale moved aside, receipt: \(renames.count)")
+        let dest = bench.destination("no-links-failing")
+        let failed = run(
+            "strace",
+            ["-f", "-o", "/dev/null"] + noLinks + ["-e", "inject=renameat:error=EIO:when=\(renames.count)"]
+                + [bench.binary, "install", bench.v2, "--dest", dest])
+        #expect(failed.status == 3, "\(failed.output)")
+        #expect(failed.output.contains("receipts/com.example.levels.json: Input/output error (rename)"), "\(failed.output)")
+        #expect(failed.output.contains("is as it was before"), "\(failed.output)")
+        #expect(treeListing(dest) == bench.oldListing)
+    }
+
     @Test("A folder swapped for a symlink to an outside folder during the install: nothing lands outside DEST")
     func symlinkSwap() throws {
         guard straceWorks else {
