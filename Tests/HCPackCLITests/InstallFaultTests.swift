@@ -106,7 +106,8 @@ func isStopped(_ pid: Int32) -> Bool {
 
 @Suite("hcpack install: I/O faults, kills and hostile destinations", .serialized)
 struct InstallFaultTests {
-    /// Mutating system calls: a kill right after each one reaches every state DEST can be left in.
+    /// Mutating system calls: a kill injected at each one (it dies before the call runs) reaches every state
+    /// DEST can be left in.
     static let mutating = ["write", "pwrite64", "mkdirat", "linkat", "renameat", "renameat2", "rename", "unlinkat"]
     static let syncing = ["fsync", "fdatasync", "syncfs"]
 
@@ -213,6 +214,30 @@ struct InstallFaultTests {
         #expect(failed.output.contains("receipts/com.example.levels.json: Input/output error (rename)"), "\(failed.output)")
         #expect(failed.output.contains("is as it was before"), "\(failed.output)")
         #expect(treeListing(dest) == bench.oldListing)
+    }
+
+    @Test("A first install that fails at its receipt is undone entirely: not even .hcpack or its lock file is left")
+    func firstInstallUndone() throws {
+        guard straceWorks else {
+            print("skipped firstInstallUndone: strace is missing or may not trace here (make test installs it)")
+            return
+        }
+        let bench = UpgradeBench()
+        let dest = bench.base + "/first"
+        try FileManager.default.createDirectory(atPath: dest + "/sub", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: dest + "/mine.txt", contents: Data("user file\n".utf8))
+        let before = treeListing(dest)
+        // Renames of a first install: the journal, the 4 files, the receipt (6th).
+        let failed = run(
+            "strace",
+            [
+                "-f", "-o", "/dev/null", "-e", "inject=renameat:error=EIO:when=6", bench.binary, "install", bench.v2, "--dest",
+                dest,
+            ])
+        #expect(failed.status == 3, "\(failed.output)")
+        #expect(failed.output.contains("receipts/com.example.levels.json: Input/output error (rename)"), "\(failed.output)")
+        #expect(failed.output.contains("is as it was before"), "\(failed.output)")
+        #expect(treeListing(dest) == before, "the folders made for new files (new/) went too; sub/ stayed")
     }
 
     @Test("A folder swapped for a symlink to an outside folder during the install: nothing lands outside DEST")
