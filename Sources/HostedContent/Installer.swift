@@ -554,17 +554,18 @@ private final class InstallSession {
     /// What placing changed in DEST, newest last.
     struct Undo {
         enum Step {
-            /// `name` in `folder` was renamed into place; `backup` names the file it replaced, kept in the
-            /// staging area's replaced folder.
-            case placed(folder: DirectoryHandle, name: String, backup: String?)
+            /// `name` in the folder at `parent` was renamed into place; `backup` names the file it replaced,
+            /// kept in the staging area's replaced folder.
+            case placed(parent: [Substring], name: String, backup: String?)
             /// `name` in the folder at `parent` (a stale file) was moved to `backup` in the replaced folder.
             case removed(parent: [Substring], name: String, backup: String)
             /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
             case removedFolder(parent: [Substring], name: String, mode: mode_t)
         }
         var steps: [Step] = []
-        /// Folders made for new files, parents first.
-        var createdFolders: [(parent: DirectoryHandle, name: String)] = []
+        /// Folders made for new files, parents first. (Paths, not descriptors: a package may have more folders
+        /// than a process may hold open; undoing reopens each, never following a symlink.)
+        var createdFolders: [(parent: [Substring], name: String)] = []
         var createdReceipts = false
     }
 
@@ -585,9 +586,9 @@ private final class InstallSession {
                 target = destinationFolder.handle
             } else {
                 var current = destination
-                for component in parts {
+                for (index, component) in parts.enumerated() {
                     let (next, created) = try current.makeDirectory(String(component))
-                    if created { undo.createdFolders.append((current, String(component))) }
+                    if created { undo.createdFolders.append((Array(parts[..<index]), String(component))) }
                     current = next
                 }
                 target = current
@@ -613,7 +614,7 @@ private final class InstallSession {
                 backup = name
             }
             try source.rename(String(stagedLeaf), to: target, leaf)
-            undo.steps.append(.placed(folder: target, name: leaf, backup: backup))
+            undo.steps.append(.placed(parent: parts, name: leaf, backup: backup))
             result.installed.append(file.path)
             result.bytes += file.size
             progress?(
@@ -676,7 +677,11 @@ private final class InstallSession {
         let replaced = undo.steps.isEmpty ? nil : try? staging.replacedFolder()
         for step in undo.steps.reversed() {
             switch step {
-            case .placed(let folder, let name, let backup):
+            case .placed(let parent, let name, let backup):
+                guard let folder = try? destination.openDirectories(parent) else {
+                    intact = false
+                    continue
+                }
                 if let backup {
                     intact = (replaced.map { renameat($0.descriptor, backup, folder.descriptor, name) == 0 } ?? false) && intact
                 } else {
@@ -701,8 +706,12 @@ private final class InstallSession {
             }
         }
         for (parent, name) in undo.createdFolders.reversed() {
-            intact = parent.removeEmptyDirectory(name) && intact
-            _ = fsync(parent.descriptor)
+            guard let folder = try? destination.openDirectories(parent) else {
+                intact = false
+                continue
+            }
+            intact = folder.removeEmptyDirectory(name) && intact
+            _ = fsync(folder.descriptor)
         }
         if undo.createdReceipts { metadata.removeEmptyDirectory(Installer.receiptsFolder) }
         guard intact else { return false }

@@ -240,6 +240,35 @@ struct InstallFaultTests {
         #expect(treeListing(dest) == before, "the folders made for new files (new/) went too; sub/ stayed")
     }
 
+    @Test("600 new folders under `ulimit -n 128`: installed, and undone after a failure, without running out of descriptors")
+    func manyFolders() throws {
+        let folder = TemporaryFolder()
+        // On a tmpfs when root can mount one: thousands of mkdirs on a busy ext4 measure the disk, not hcpack.
+        let small = SmallFileSystem(at: folder.url("fs"), size: "64m")
+        defer { withExtendedLifetime(small) {} }
+        let base = small?.path ?? folder.url("fs")
+        var package = PackageArchive()
+        package.files = (0..<600).map { ("f\($0)/g/x.txt", Array("x".utf8)) }
+        let archive = package.write(to: folder.url("folders.zip"))
+        let limited = "ulimit -n 128; exec \"$@\""
+        let dest = base + "/dest"
+        let undone = base + "/undone"
+        for path in [dest, undone] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+        let installed = run("/bin/bash", ["-c", limited, "bash", hcpackBinary(), "install", archive, "--dest", dest])
+        #expect(installed.status == 0, "\(installed.output)")
+        #expect(FileManager.default.contents(atPath: dest + "/f599/g/x.txt") == Data("x".utf8))
+        guard straceWorks else {
+            print("skipped the undo half of manyFolders: strace is missing or may not trace here")
+            return
+        }
+        // The receipt's rename (journal, 600 files, receipt) fails: 1,200 folders are removed again.
+        let inject = ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat:error=EIO:when=602"]
+        let failed = run("/bin/bash", ["-c", limited, "bash"] + inject + [hcpackBinary(), "install", archive, "--dest", undone])
+        #expect(failed.status == 3, "\(failed.output)")
+        #expect(failed.output.contains("is as it was before"), "\(failed.output)")
+        #expect(treeListing(undone).isEmpty)
+    }
+
     @Test("A folder swapped for a symlink to an outside folder during the install: nothing lands outside DEST")
     func symlinkSwap() throws {
         guard straceWorks else {
@@ -283,19 +312,33 @@ struct InstallFaultTests {
             #expect(!outcome.killed)
             #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty, "round \(round): a file landed outside")
             // Placing stops at the symlink (round 0: opening sub; round 1: syncing the folders it changed, sub
-            // among them) and everything placed so far, through the descriptors it holds, is undone.
+            // among them). Round 0 is undone. In round 1 two files went into sub through the descriptor hcpack
+            // held, and undoing them would mean following the symlink: they stay, with the journal.
             #expect(outcome.status == 3, "round \(round): \(outcome.stderr)")
             #expect(outcome.stderr.contains("\(dest)/sub is not a folder"), "\(outcome.stderr)")
-            #expect(outcome.stderr.contains("is as it was before"), "\(outcome.stderr)")
             #expect(FileManager.default.contents(atPath: dest + "/a.txt") == Data("a 1\n".utf8), "round \(round)")
-            #expect(FileManager.default.contents(atPath: dest + "/sub.moved/b.txt") == Data("b 1\n".utf8), "round \(round)")
-            #expect(!FileManager.default.fileExists(atPath: dest + "/sub.moved/c.txt"), "round \(round)")
             #expect(!FileManager.default.fileExists(atPath: dest + "/new"), "round \(round)")
+            if round == 0 {
+                #expect(outcome.stderr.contains("is as it was before"), "\(outcome.stderr)")
+                #expect(FileManager.default.contents(atPath: dest + "/sub.moved/b.txt") == Data("b 1\n".utf8))
+                #expect(!hasJournal(dest))
+            } else {
+                #expect(outcome.stderr.contains("run the install again"), "\(outcome.stderr)")
+                #expect(FileManager.default.contents(atPath: dest + "/sub.moved/b.txt") == Data("b 2\n".utf8))
+                #expect(FileManager.default.contents(atPath: dest + "/sub.moved/c.txt") == Data("c new\n".utf8))
+                #expect(hasJournal(dest))
+            }
             // A symlink where a folder must be blocks every later install, and still nothing goes through it.
             let rerun = run(bench.binary, ["install", bench.v2, "--dest", dest, "--force"])
             #expect(rerun.status == 1, "\(rerun.output)")
             #expect(rerun.output.contains("\(dest)/sub is not a folder"), "\(rerun.output)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: outside).isEmpty)
+            // With the folder back in place, a rerun completes the upgrade.
+            try FileManager.default.removeItem(atPath: dest + "/sub")
+            try FileManager.default.moveItem(atPath: dest + "/sub.moved", toPath: dest + "/sub")
+            let repaired = run(bench.binary, ["install", bench.v2, "--dest", dest])
+            #expect(repaired.status == 0, "\(repaired.output)")
+            #expect(treeListing(dest) == bench.newListing, "round \(round)")
         }
     }
 
