@@ -1,15 +1,36 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Where a command writes text.
 public protocol TextSink: AnyObject {
     func write(_ text: String)
 }
 
 /// Writes to a file descriptor (stdout, stderr).
+///
+/// With `write(2)`, not `FileHandle.write`, which traps on an error: output that cannot be written (a full
+/// disk or an I/O error on a redirected stdout) is dropped, and never interrupts the work it reports on.
 public final class FileDescriptorSink: TextSink {
-    private let handle: FileHandle
-    public init(_ handle: FileHandle) { self.handle = handle }
-    public func write(_ text: String) { handle.write(Data(text.utf8)) }
+    private let descriptor: Int32
+    /// True once a write failed; later output is dropped.
+    public private(set) var failed = false
+    public init(_ handle: FileHandle) { descriptor = handle.fileDescriptor }
+    public func write(_ text: String) {
+        guard !failed else { return }
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let count = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                failed = true
+                return
+            }
+            bytes = bytes.dropFirst(count)
+        }
+    }
 }
 
 /// Collects text in memory (tests).

@@ -103,6 +103,19 @@ public final class DirectoryHandle {
     /// Replaces `name` with `bytes` atomically: a temporary file written and fsync'd, then renamed over it,
     /// then the folder fsync'd so the rename itself survives a crash.
     public func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(HCPackError) {
+        let temporary = try writeTemporary(name, bytes)
+        do throws(HCPackError) {
+            try rename(temporary, to: self, name)
+        } catch {
+            unlinkat(descriptor, temporary, 0)
+            throw error
+        }
+        try synchronize()
+    }
+
+    /// The first half of `writeAtomically`: writes and fsyncs `name.tmp` (replacing a leftover one) and returns
+    /// its name; renaming it over `name`, then syncing this folder, completes the write.
+    public func writeTemporary(_ name: String, _ bytes: [UInt8]) throws(HCPackError) -> String {
         let temporary = name + ".tmp"
         if unlinkat(descriptor, temporary, 0) != 0 && errno != ENOENT {
             throw HCPackError.system("unlink", path: describe(temporary), errno: errno)
@@ -111,12 +124,18 @@ public final class DirectoryHandle {
             let file = try createFile(temporary)
             try file.write(bytes)
             try file.finish()
-            try rename(temporary, to: self, name)
         } catch {
             unlinkat(descriptor, temporary, 0)  // a half-written temporary is of no use to anyone
             throw error
         }
-        try synchronize()
+        return temporary
+    }
+
+    /// `linkat`: a second name for the file `name`, in `target` (same file system; never follows a symlink).
+    public func link(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
+        guard linkat(descriptor, name, target.descriptor, targetName, 0) == 0 else {
+            throw HCPackError.system("link", path: describe(name), errno: errno)
+        }
     }
 
     /// Opens a regular file for reading without following a symlink; nil when it does not exist.

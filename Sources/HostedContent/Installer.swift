@@ -350,6 +350,9 @@ private final class InstallSession {
         var skip: [String] = []
         var remove: [String] = []
         var keep: [String] = []
+        /// Paths of the previous version that are gone already (an interrupted install moved them): their
+        /// folders are removed if empty.
+        var gone: [String] = []
         var previous: InstallReceipt?
         var journal: InstallJournal?
         var status = InstallStatus.installed
@@ -449,7 +452,9 @@ private final class InstallSession {
         // Files of the previous install (or of an interrupted one) that this version no longer lists.
         let wantedPaths = Set(wanted.map(\.path))
         for path in Set(owned.keys).union(journaled.keys).subtracting(wantedPaths).sorted() {
-            guard case .file(let size) = try inspect(path) else {
+            let target = try inspect(path)
+            if case .absent = target { plan.gone.append(path) }
+            guard case .file(let size) = target else {
                 continue  // gone already, or replaced by something that is not ours
             }
             if try matches(path, size: size, [owned[path], journaled[path]]) != nil {
@@ -500,9 +505,75 @@ private final class InstallSession {
         let carried = (plan.journal?.files ?? []).filter { !wantedPaths.contains($0.path) }
         let journal = InstallJournal(
             productIdentifier: package.productIdentifier, version: package.version.text, files: wanted + carried)
-        try metadata.writeAtomically(Installer.journalName(package.productIdentifier), journal.encoded())
+        let journalName = Installer.journalName(package.productIdentifier)
+        do throws(HCPackError) {
+            try metadata.writeAtomically(journalName, journal.encoded())
+        } catch {
+            // Nothing in DEST changed yet. The rename may have happened before a failing fsync: without an older
+            // journal to keep (its paths are carried in this one), remove it so DEST is exactly as before.
+            if plan.journal == nil { _ = try? metadata.removeFile(journalName) }
+            throw error
+        }
         committed = true
 
+        // Until the receipt is renamed into place, every change is recorded so a failure can be undone.
+        var undo = Undo()
+        let receiptName = Installer.receiptName(package.productIdentifier)
+        let receipts: DirectoryHandle
+        do throws(HCPackError) {
+            try place(plan, package: package, staging: staging, result: &result, undo: &undo)
+            let (folder, created) = try metadata.makeDirectory(Installer.receiptsFolder)
+            receipts = folder
+            undo.createdReceipts = created
+            try metadata.synchronize()
+            let temporary = try receipts.writeTemporary(receiptName, receipt(package, wanted).encoded())
+            do throws(HCPackError) {
+                try receipts.rename(temporary, to: receipts, receiptName)
+            } catch {
+                _ = try? receipts.removeFile(temporary)
+                throw error
+            }
+        } catch {
+            if rollBack(undo, staging: staging, removeJournal: plan.journal == nil ? journalName : nil) {
+                throw HCPackError(
+                    error.code, "\(error.message); the install was undone, \(destinationPath) is as it was before",
+                    path: error.path)
+            }
+            throw HCPackError(
+                error.code, "\(error.message); run the install again to complete it (the journal records how far it got)",
+                path: error.path)
+        }
+
+        // The receipt is in place: the new version is installed, whatever fails from here on (a rerun tidies up).
+        try receipts.synchronize()
+        try metadata.removeFile(journalName)
+        try metadata.synchronize()
+        return result
+    }
+
+    /// What placing changed in DEST, newest last.
+    struct Undo {
+        enum Step {
+            /// `name` in the folder at `parent` was renamed into place; `backup` names the file it replaced,
+            /// kept in the staging area's replaced folder.
+            case placed(parent: [Substring], name: String, backup: String?)
+            /// `name` in the folder at `parent` (a stale file) was moved to `backup` in the replaced folder.
+            case removed(parent: [Substring], name: String, backup: String)
+            /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
+            case removedFolder(parent: [Substring], name: String, mode: mode_t)
+        }
+        var steps: [Step] = []
+        /// Folders made for new files, parents first. (Paths, not descriptors: a package may have more folders
+        /// than a process may hold open; undoing reopens each, never following a symlink.)
+        var createdFolders: [(parent: [Substring], name: String)] = []
+        var createdReceipts = false
+    }
+
+    /// Renames every staged file into place, moves stale files aside and removes the folders they leave empty,
+    /// recording each step in `undo`.
+    func place(_ plan: Plan, package: Package, staging: StagingArea, result: inout InstallResult, undo: inout Undo)
+        throws(HCPackError)
+    {
         let totalBytes = plan.place.reduce(Int64(0)) { $0 + $1.size }
         var touchedFolders: Set<String> = [""]
         var destinationFolder: (path: String, handle: DirectoryHandle)?
@@ -514,7 +585,13 @@ private final class InstallSession {
             if let destinationFolder, destinationFolder.path == folderPath {
                 target = destinationFolder.handle
             } else {
-                target = try destination.makeDirectories(parts)
+                var current = destination
+                for (index, component) in parts.enumerated() {
+                    let (next, created) = try current.makeDirectory(String(component))
+                    if created { undo.createdFolders.append((Array(parts[..<index]), String(component))) }
+                    current = next
+                }
+                target = current
                 destinationFolder = (folderPath, target)
                 for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
             }
@@ -522,7 +599,22 @@ private final class InstallSession {
             guard let source = try staging.folder(of: stagedName), let stagedLeaf = stagedName.split(separator: "/").last else {
                 throw HCPackError(.io, "internal error: \(stagedName) was not staged", path: stagedName)
             }
+            // A second name for the file being replaced keeps its bytes until the receipt is written. Where a
+            // hard link is refused (a file system without them, protected_hardlinks for another user's file),
+            // the file is moved aside instead: the path is then briefly absent, never partial.
+            var backup: String?
+            if try target.status(leaf) != nil {
+                let name = String(undo.steps.count)
+                let replaced = try staging.replacedFolder()
+                do throws(HCPackError) {
+                    try target.link(leaf, to: replaced, name)
+                } catch {
+                    try target.rename(leaf, to: replaced, name)
+                }
+                backup = name
+            }
             try source.rename(String(stagedLeaf), to: target, leaf)
+            undo.steps.append(.placed(parent: parts, name: leaf, backup: backup))
             result.installed.append(file.path)
             result.bytes += file.size
             progress?(
@@ -535,18 +627,22 @@ private final class InstallSession {
 
         for path in plan.remove {
             var parts = path.split(separator: "/")
-            guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts) else {
+            guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts),
+                try folder.status(leaf) != nil
+            else {
                 continue
             }
-            try folder.removeFile(leaf)
+            let backup = String(undo.steps.count)
+            try folder.rename(leaf, to: staging.replacedFolder(), backup)
+            undo.steps.append(.removed(parent: parts, name: leaf, backup: backup))
             result.removed.append(path)
-            // Folders that only held removed files go too; a folder with anything else in it stays.
-            while let last = parts.popLast() {
-                guard let parent = try destination.openDirectories(parts), parent.removeEmptyDirectory(String(last)) else {
-                    break
-                }
-            }
             for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
+            try removeEmptyFolders(parts, undo: &undo)
+        }
+        for path in plan.gone {
+            let parts = Array(path.split(separator: "/").dropLast())
+            for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
+            try removeEmptyFolders(parts, undo: &undo)
         }
 
         // Renames and removals reach the disk before the receipt says they happened.
@@ -554,11 +650,75 @@ private final class InstallSession {
             let parts = folderPath.split(separator: "/")
             try destination.openDirectories(parts)?.synchronize()
         }
-        let (receipts, _) = try metadata.makeDirectory(Installer.receiptsFolder)
-        try metadata.synchronize()
-        try receipts.writeAtomically(Installer.receiptName(package.productIdentifier), receipt(package, wanted).encoded())
-        try metadata.removeFile(Installer.journalName(package.productIdentifier))
-        try metadata.synchronize()
-        return result
+    }
+
+    /// Removes the folder at `folder` if empty, then its parents while they are empty (a folder with anything
+    /// else in it stays), recording each in `undo`.
+    func removeEmptyFolders(_ folder: [Substring], undo: inout Undo) throws(HCPackError) {
+        var parts = folder
+        while let last = parts.popLast().map(String.init) {
+            guard let parent = try destination.openDirectories(parts), let status = try parent.status(last),
+                status.kind == .directory
+            else { break }
+            if unlinkat(parent.descriptor, last, AT_REMOVEDIR) != 0 {
+                let code = errno
+                if code == ENOTEMPTY || code == EEXIST || code == ENOENT { break }
+                throw HCPackError.system("rmdir", path: parent.describe(last), errno: code)
+            }
+            undo.steps.append(.removedFolder(parent: parts, name: last, mode: mode_t(status.permissions)))
+        }
+    }
+
+    /// Undoes `undo` newest first: replaced and removed files go back, new files and the folders made for them
+    /// go. Then the journal (when this install wrote the only one) goes too.
+    /// - Returns: true when DEST is back as it was.
+    func rollBack(_ undo: Undo, staging: StagingArea, removeJournal journalName: String?) -> Bool {
+        var intact = true
+        let replaced = undo.steps.isEmpty ? nil : try? staging.replacedFolder()
+        for step in undo.steps.reversed() {
+            switch step {
+            case .placed(let parent, let name, let backup):
+                guard let folder = try? destination.openDirectories(parent) else {
+                    intact = false
+                    continue
+                }
+                if let backup {
+                    intact = (replaced.map { renameat($0.descriptor, backup, folder.descriptor, name) == 0 } ?? false) && intact
+                } else {
+                    intact = unlinkat(folder.descriptor, name, 0) == 0 && intact
+                }
+                _ = fsync(folder.descriptor)
+            case .removed(let parent, let name, let backup):
+                guard let replaced, let folder = try? destination.openDirectories(parent),
+                    renameat(replaced.descriptor, backup, folder.descriptor, name) == 0
+                else {
+                    intact = false
+                    continue
+                }
+                _ = fsync(folder.descriptor)
+            case .removedFolder(let parent, let name, let mode):
+                guard let folder = try? destination.openDirectories(parent), mkdirat(folder.descriptor, name, mode) == 0 else {
+                    intact = false
+                    continue
+                }
+                _ = fchmodat(folder.descriptor, name, mode, 0)  // exactly the mode it had, whatever the umask
+                _ = fsync(folder.descriptor)
+            }
+        }
+        for (parent, name) in undo.createdFolders.reversed() {
+            guard let folder = try? destination.openDirectories(parent) else {
+                intact = false
+                continue
+            }
+            intact = folder.removeEmptyDirectory(name) && intact
+            _ = fsync(folder.descriptor)
+        }
+        if undo.createdReceipts { metadata.removeEmptyDirectory(Installer.receiptsFolder) }
+        guard intact else { return false }
+        if let journalName {
+            guard (try? metadata.removeFile(journalName)) != nil, (try? metadata.synchronize()) != nil else { return false }
+            committed = false
+        }
+        return true
     }
 }

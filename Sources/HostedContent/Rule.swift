@@ -120,7 +120,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size)."
         case .unsafePermissions: "A setuid, setgid or world-writable entry (installed files get 0644/0755)."
         case .unsafePath: "An archive entry name that is absolute, has '..', a backslash or a drive letter."
-        case .duplicateEntry: "Two archive entries with the same name."
+        case .duplicateEntry: "Two archive entries with the same name, or a file and a folder with one name."
         case .encrypted: "An encrypted archive entry."
         case .corrupt: "The archive is damaged: checksum mismatch, truncated or inconsistent."
         case .unsupportedFormat: "Not a zip, tar (plain, gzip, bzip2, xz, zstd) or xar archive."

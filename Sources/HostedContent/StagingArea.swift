@@ -86,6 +86,8 @@ public final class StagingArea {
     /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
     public func beginFile(_ name: String) throws(HCPackError) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
+        // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it.
+        if name.split(separator: "/").contains(where: { $0.utf8.count > PackagePath.maxComponentBytes }) { return nil }
         if skippable.contains(name) {
             skipped.insert(name)
             return nil
@@ -156,9 +158,22 @@ public final class StagingArea {
         try FileSystemSync.synchronize(directory)
     }
 
+    /// A folder next to the staging folder (`staging-XXXXXXXX.replaced`, so a leftover one is removed with
+    /// it) that keeps the files an install replaces or removes until the receipt is written: an install that
+    /// fails before then puts them back.
+    public func replacedFolder() throws(HCPackError) -> DirectoryHandle {
+        if let replaced { return replaced }
+        let (folder, _) = try parent.makeDirectory(name + ".replaced", mode: 0o700)
+        replaced = folder
+        return folder
+    }
+    private var replaced: DirectoryHandle?
+
     /// Removes the staging folder and everything in it.
     public func remove() throws(HCPackError) {
         lastFolder = nil
+        replaced = nil
+        try parent.removeTree(name + ".replaced")
         try parent.removeTree(name)
     }
 }

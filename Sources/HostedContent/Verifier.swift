@@ -101,6 +101,7 @@ private struct RuleChecker {
     mutating func run() {
         problems.append(contentsOf: snapshot.scanProblems)
         checkStructure()
+        checkFileFolderClashes()
         checkPlist()
         checkFilesList()
         checkContent()
@@ -130,6 +131,20 @@ private struct RuleChecker {
         for entry in snapshot.entries where !entry.path.contains("/") {
             if entry.path == ContentInfo.fileName || entry.path == Verifier.contentsFolder || PackagePath.isJunk(entry.path) { continue }
             problems.add(.strayEntry, path: entry.path, "only ContentInfo.plist and Contents/ belong at the package root; move it under Contents/ or remove it")
+        }
+    }
+
+    /// A file whose name is also the folder of other entries ("d" and "d/x", in either order): extractors
+    /// disagree on which survives, and install could stage only one of them. (A symlink used as a folder is
+    /// `archive.unsafe-path`; Contents/ as a file is `structure.contents-not-folder`.)
+    mutating func checkFileFolderClashes() {
+        for entry in snapshot.entries
+        where entry.kind != .directory && entry.kind != .symlink && entry.path != Verifier.contentsFolder
+            && impliedFolders.contains(ExactPath(entry.path))
+        {
+            problems.add(
+                .duplicateEntry, path: entry.path,
+                "the archive has a \(entry.kind.noun) and a folder with this name; an extractor would keep only one of them")
         }
     }
 

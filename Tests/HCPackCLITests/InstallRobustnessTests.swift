@@ -126,7 +126,8 @@ struct InstallRobustnessTests {
             } else {
                 folder.write(String(dest.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
             }
-            // Half the runs die at the K-th rename (journal, files, receipt: 103 in all), half after a random delay.
+            // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt: 104 in an
+            // upgrade), half after a random delay.
             let child: ChildInstall
             if useStrace && index < 12 {
                 let when = 1 + (index * 37) % 104
