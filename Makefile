@@ -6,7 +6,7 @@ BUILD_FLAGS ?= -c release
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test bench install uninstall clean
+.PHONY: all deps build demo test bench fuzz install uninstall clean
 
 all: build
 
@@ -33,6 +33,12 @@ test: deps
 # Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
 bench: build
 	HCPACK="$(BIN_DIR)/hcpack" python3 bench/run.py
+
+# Not part of `make test`: builds the libFuzzer targets and runs each for FUZZ_SECONDS (docs/fuzzing.md).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	fuzz/build.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 install: build
 	install -d "$(DESTDIR)$(PREFIX)/bin" "$(DESTDIR)$(PREFIX)/share/hcpack/Templates"

@@ -124,9 +124,35 @@ public enum PackageScanner {
 
     /// Streams an archive once: names are checked, every file is hashed, ContentInfo.plist is kept in memory.
     public static func scanArchive(_ path: String, limits: ReadLimits = ReadLimits()) throws(HCPackError) -> PackageSnapshot {
+        try scanArchive(origin: path, limits: limits) { () throws(ArchiveError) in
+            try ArchiveReader(path: path, limits: limits.archive)
+        }
+    }
+
+    /// Scans an archive held in memory, exactly as `scanArchive(_:limits:)` scans a file.
+    ///
+    /// For archives that arrive over the network (and for fuzzing); the snapshot's origin is
+    /// `.archive(path: name, ...)`.
+    /// - Parameters:
+    ///   - bytes: the whole archive; nothing in it is trusted.
+    ///   - name: how the snapshot and messages name the input.
+    /// - Throws: `HCPackError` only when the reader cannot be set up (out of memory); damaged or hostile
+    ///   archives give a snapshot with problems instead.
+    public static func scanArchive(
+        bytes: [UInt8], name: String = "input", limits: ReadLimits = ReadLimits()
+    ) throws(HCPackError) -> PackageSnapshot {
+        try scanArchive(origin: name, limits: limits) { () throws(ArchiveError) in
+            try ArchiveReader(bytes: bytes, limits: limits.archive)
+        }
+    }
+
+    /// The one archive scan both entry points share; `open` makes the reader.
+    private static func scanArchive(
+        origin path: String, limits: ReadLimits, open: () throws(ArchiveError) -> ArchiveReader
+    ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
         do {
-            reader = try ArchiveReader(path: path, limits: limits.archive)
+            reader = try open()
         } catch where error.code == .io || error.code == .usage {
             throw environmentError(error, path: path)
         } catch {
