@@ -254,10 +254,12 @@ private struct RuleChecker {
         for entry in snapshot.entries {
             let path = entry.path
             if entry.kind == .file {
-                totalBytes += entry.size
+                // Saturating: an encrypted entry is never read, so its size is the archive's unchecked claim
+                // (up to Int64.max in a zip64 header); two such claims overflowed and trapped.
+                totalBytes = Self.saturatingAdd(totalBytes, entry.size)
                 if path.hasPrefix(Verifier.contentsPrefix) {
                     contentFileCount += 1
-                    contentBytes += entry.size
+                    contentBytes = Self.saturatingAdd(contentBytes, entry.size)
                 }
             }
             if !entry.nameIsUTF8 {
@@ -322,6 +324,12 @@ private struct RuleChecker {
         if totalBytes > options.maxSize {
             problems.add(.tooLarge, path: "", "the content is \(totalBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
         }
+    }
+
+    /// `a + b`, clamped to `Int64.min...Int64.max` instead of trapping.
+    static func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
     }
 
     // MARK: Integrity

@@ -60,8 +60,22 @@ public struct PlistDictionary: Sendable, Equatable {
 
     /// Creates a dictionary; later duplicates of a key replace earlier ones.
     public init(_ entries: [Entry] = []) {
-        self.entries = []
-        for entry in entries { self[entry.key] = entry.value }
+        // A hash index, not the linear subscript: the readers build dictionaries with up to
+        // `PlistLimits.maxObjects` keys, and a linear search per key made that quadratic (a 70 KB binary
+        // plist with 5,000 keys took seconds to decode).
+        var unique: [Entry] = []
+        unique.reserveCapacity(entries.count)
+        var indexByKey: [String: Int] = [:]
+        indexByKey.reserveCapacity(entries.count)
+        for entry in entries {
+            if let index = indexByKey[entry.key] {
+                unique[index].value = entry.value
+            } else {
+                indexByKey[entry.key] = unique.count
+                unique.append(entry)
+            }
+        }
+        self.entries = unique
     }
 
     /// The keys in document order.
