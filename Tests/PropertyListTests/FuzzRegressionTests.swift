@@ -55,4 +55,16 @@ struct PlistFuzzRegressionTests {
         #expect(dictionary.keys == ["a", "b"])
         #expect(dictionary["a"] == .integer(3))
     }
+
+    @Test("a doubling chain of 63 arrays under maxObjects: .max is refused as a limit, not an overflow trap")
+    func expansionOverflowWithoutObjectLimit() {
+        // Object k (0...62) is [k+1, k+1]; object 63 is true. Object 1 expands to exactly Int.max values,
+        // object 0 to one more: `total += size` trapped before the saturation check could run.
+        var b = B()
+        for index in 0..<63 { b.add(b.array([index + 1, index + 1])) }
+        b.add(B.true)
+        let error = Fixtures.error(b.bytes(), limits: PlistLimits(maxObjects: .max))
+        #expect(error?.kind == .limit)
+        #expect(error?.message.contains("expands to more than") == true, "\(String(describing: error))")
+    }
 }
