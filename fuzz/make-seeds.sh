@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the seed corpora in fuzz/corpus/<target>/ (committed; rerun only to change them).
-# Needs python3, bsdtar (libarchive-tools), gzip, bzip2, xz, zstd. Output is deterministic (fixed times).
+# Needs python3, bsdtar (libarchive-tools), gzip, bzip2, xz, zstd. Output is deterministic (fixed times),
+# except package.xar: bsdtar records the extracted files' ctime in the xar table of contents.
 set -euo pipefail
 cd "$(dirname "$0")"
 rm -rf corpus
@@ -9,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 python3 - "$work" <<'PY'
-import datetime, hashlib, io, os, plistlib, sys, tarfile, zipfile
+import datetime, gzip, hashlib, io, os, plistlib, sys, tarfile, zipfile
 work = sys.argv[1]
 X, B, A = "corpus/XMLPlistFuzzer", "corpus/BinaryPlistFuzzer", "corpus/ArchiveFuzzer"
 
@@ -57,15 +58,27 @@ def package_files(root=""):
     out += [(root + "Contents/" + p, d) for p, d in sorted(files.items())]
     return out
 
+def gzipped_tar(path, fill):
+    """Writes a .tar.gz whose gzip header carries no time (tarfile's "w:gz" stamps the current one)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as t:
+        fill(t)
+    write(path, gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0))
+
 def make_tar(path, mode, root="", extras=()):
+    if mode == "w:gz":
+        return gzipped_tar(path, lambda t: fill_tar(t, root, extras))
     with tarfile.open(path, mode, format=tarfile.PAX_FORMAT) as t:
-        dirs = sorted({os.path.dirname(n) for n, _ in package_files(root)} - {""})
-        for d in dirs:
-            ti = tarfile.TarInfo(d); ti.type = tarfile.DIRTYPE; ti.mode = 0o755; ti.mtime = MTIME; t.addfile(ti)
-        for n, d in package_files(root):
-            ti = tarfile.TarInfo(n); ti.size = len(d); ti.mode = 0o644; ti.mtime = MTIME; t.addfile(ti, io.BytesIO(d))
-        for ti in extras:
-            ti.mtime = MTIME; t.addfile(ti)
+        fill_tar(t, root, extras)
+
+def fill_tar(t, root, extras):
+    dirs = sorted({os.path.dirname(n) for n, _ in package_files(root)} - {""})
+    for d in dirs:
+        ti = tarfile.TarInfo(d); ti.type = tarfile.DIRTYPE; ti.mode = 0o755; ti.mtime = MTIME; t.addfile(ti)
+    for n, d in package_files(root):
+        ti = tarfile.TarInfo(n); ti.size = len(d); ti.mode = 0o644; ti.mtime = MTIME; t.addfile(ti, io.BytesIO(d))
+    for ti in extras:
+        ti.mtime = MTIME; t.addfile(ti)
 
 make_tar(f"{work}/pkg.tar", "w")
 with open(f"{work}/pkg.tar", "rb") as f: write(f"{A}/package.tar", f.read())
@@ -83,6 +96,34 @@ with zipfile.ZipFile(f"{A}/binary-plist.zip", "w", zipfile.ZIP_DEFLATED) as z:
     z.writestr(zipfile.ZipInfo("ContentInfo.plist", (2026, 1, 1, 0, 0, 0)), plistlib.dumps(content_info(False), fmt=plistlib.FMT_BINARY))
     z.writestr(zipfile.ZipInfo("Contents/levels/1.json", (2026, 1, 1, 0, 0, 0)), files["levels/1.json"])
     z.writestr(zipfile.ZipInfo("__MACOSX/._x", (2026, 1, 1, 0, 0, 0)), b"\0\5\26\7")
+
+# Sparse entries (GNU sparse 0.1 in pax headers): a hole, data, and a trailing hole.
+def fill_sparse(t):
+    for n, d in package_files():
+        ti = tarfile.TarInfo(n); ti.size = len(d); ti.mtime = MTIME; t.addfile(ti, io.BytesIO(d))
+    sp = tarfile.TarInfo("Contents/sparse.bin"); sp.size = 2; sp.mtime = MTIME
+    sp.pax_headers = {"GNU.sparse.size": "4096", "GNU.sparse.map": "1000,1,3000,1"}
+    t.addfile(sp, io.BytesIO(b"ab"))
+gzipped_tar(f"{A}/sparse.tar.gz", fill_sparse)
+
+# Encrypted entries (traditional PKWARE flag), one with a zip64 extra field; made by hand, as no
+# deterministic tool writes them.
+import struct, zlib
+def zip_with_encrypted_entries():
+    out, central = b"", b""
+    for name, zip64 in [(b"Contents/a.bin", False), (b"Contents/b.bin", True)]:
+        data = bytes(12) + b"secret"
+        size = len(data) - 12
+        extra = struct.pack("<HHQQ", 1, 16, size, len(data)) if zip64 else b""
+        sizes = (0xFFFFFFFF, 0xFFFFFFFF) if zip64 else (len(data), size)
+        crc = zlib.crc32(b"secret")
+        offset = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 45, 1, 0, 0, 0x21, crc, *sizes, len(name), len(extra)) + name + extra + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 45, 45, 1, 0, 0, 0x21, crc, *sizes, len(name), len(extra),
+                               0, 0, 0, 0o100644 << 16, offset) + name + extra
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 2, 2, len(central), len(out), 0)
+    return out + central + end
+write(f"{A}/encrypted.zip", zip_with_encrypted_entries())
 PY
 
 # Compressed tars and xar from the plain tar, with the system tools (libarchive reads what they write).
