@@ -22,7 +22,7 @@ for t in ${*:-XMLPlistFuzzer BinaryPlistFuzzer ArchiveFuzzer}; do
         echo "fuzz: $t FAILED, see $log and $OUT/artifacts/$t/" >&2
         status=1
     fi
-    grep -E '^#[0-9]+.*(DONE|pulse|NEW)' "$log" | tail -1 >&2 || true
+    grep -E '^#[0-9]+' "$log" | tail -1 >&2 || true
     grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$log" >&2 || true
 done
 exit $status
