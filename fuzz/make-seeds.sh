@@ -51,6 +51,17 @@ write(f"{B}/every-type.bplist", plistlib.dumps(every_type, fmt=plistlib.FMT_BINA
 shared = ["same"] * 3 + [{"k": ["same"]}] * 2
 write(f"{B}/shared-refs.bplist", plistlib.dumps(shared, fmt=plistlib.FMT_BINARY))
 
+# Nesting past the depth limit (64): 70 arrays inside each other; the binary one by hand, to keep it tiny.
+DEEP = 70
+objects = [bytes([0xA1, k + 1]) for k in range(DEEP)] + [b"\x09"]
+body, offsets = b"bplist00", []
+for o in objects:
+    offsets.append(len(body)); body += o
+table = len(body)
+body += bytes(offsets) + bytes(6) + bytes([1, 1]) + len(objects).to_bytes(8, "big") + bytes(8) + table.to_bytes(8, "big")
+write(f"{B}/deep.bplist", body)
+write(f"{X}/deep.plist", b"<plist>" + b"<array>" * DEEP + b"<true/>" + b"</array>" * DEEP + b"</plist>")
+
 # Archives: one small valid package in every format hcpack reads, plus a few oddities.
 MTIME = 1767225600  # 2026-01-01
 def package_files(root=""):
