@@ -7,7 +7,7 @@ BUILD_FLAGS ?= -c release
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test install-check bench install uninstall clean
+.PHONY: all deps build demo test install-check bench fuzz install uninstall clean
 
 all: build
 
@@ -51,6 +51,12 @@ install-check:
 # Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
 bench: build
 	HCPACK="$(BIN_DIR)/hcpack" python3 bench/run.py
+
+# Not part of `make test`: builds the libFuzzer targets and runs each for FUZZ_SECONDS (docs/fuzzing.md).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	fuzz/build.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 SHARE = $(DESTDIR)$(PREFIX)/share
 BASH_COMPLETION = $(SHARE)/bash-completion/completions/hcpack

@@ -329,7 +329,9 @@ public final class ArchiveReader {
             throw ArchiveError(
                 .limitExceeded, "\(name) is larger than \(limits.maxEntryBytes) bytes (limit maxEntryBytes)")
         }
-        if totalBytes + count > limits.maxTotalBytes {
+        // Not `totalBytes + count`: a sparse hole can be nearly Int64.max bytes, which overflowed (trapped)
+        // when maxEntryBytes allowed it. totalBytes never exceeds the limit, so this cannot overflow.
+        if count > limits.maxTotalBytes - totalBytes {
             throw ArchiveError(
                 .limitExceeded, "archive content is larger than \(limits.maxTotalBytes) bytes (limit maxTotalBytes)")
         }

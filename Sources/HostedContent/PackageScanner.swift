@@ -179,13 +179,41 @@ public enum PackageScanner {
         try readArchive(path, limits: limits, staging: nil)
     }
 
+    /// Scans an archive held in memory, exactly as `scanArchive(_:limits:)` scans a file.
+    ///
+    /// For archives that arrive over the network (and for fuzzing); the snapshot's origin is
+    /// `.archive(path: name, ...)`.
+    /// - Parameters:
+    ///   - bytes: the whole archive; nothing in it is trusted.
+    ///   - name: how the snapshot and messages name the input.
+    /// - Throws: `HCPackError` only when the reader cannot be set up (out of memory); damaged or hostile
+    ///   archives give a snapshot with problems instead.
+    public static func scanArchive(
+        bytes: [UInt8], name: String = "input", limits: ReadLimits = ReadLimits()
+    ) throws(HCPackError) -> PackageSnapshot {
+        try readArchive(origin: name, file: nil, limits: limits, staging: nil) { () throws(ArchiveError) in
+            try ArchiveReader(bytes: bytes, limits: limits.archive)
+        }
+    }
+
     /// Streams an archive once, like `scanArchive`, and also writes every entry that may be a content file
     /// into `staging` as it streams (install). Conflicts found while staging join the snapshot's problems.
     /// - Throws: `HCPackError` when the archive cannot be read or staging fails (disk full, permission).
     static func readArchive(_ path: String, limits: ReadLimits, staging: StagingArea?) throws(HCPackError) -> PackageSnapshot {
+        try readArchive(origin: path, file: path, limits: limits, staging: staging) { () throws(ArchiveError) in
+            try ArchiveReader(path: path, limits: limits.archive)
+        }
+    }
+
+    /// The one archive scan every entry point shares; `open` makes the reader, `file` is the archive's path
+    /// when it is a file (for the zip end-record checks).
+    private static func readArchive(
+        origin path: String, file: String?, limits: ReadLimits, staging: StagingArea?,
+        open: () throws(ArchiveError) -> ArchiveReader
+    ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
         do {
-            reader = try ArchiveReader(path: path, limits: limits.archive)
+            reader = try open()
         } catch where error.code == .io || error.code == .usage {
             throw environmentError(error, path: path)
         } catch {
@@ -227,7 +255,7 @@ public enum PackageScanner {
         }
         if let staging { collector.problems.append(contentsOf: staging.problems) }
         let format = reader.formatName ?? "unknown"
-        if complete, format.hasPrefix("ZIP"), let end = ZipEndRecord.read(path: path) {
+        if complete, format.hasPrefix("ZIP"), let file, let end = ZipEndRecord.read(path: file) {
             if let declared = end.declaredEntries, declared != collector.entriesRead {
                 collector.problems.add(
                     .corrupt, path: "",

@@ -264,10 +264,12 @@ private struct RuleChecker {
         for entry in snapshot.entries {
             let path = entry.path
             if entry.kind == .file {
-                totalBytes += entry.size
+                // Saturating: an encrypted entry is never read, so its size is the archive's unchecked claim
+                // (up to Int64.max in a zip64 header); two such claims overflowed and trapped.
+                totalBytes = Self.saturatingAdd(totalBytes, entry.size)
                 if path.hasPrefix(Verifier.contentsPrefix) {
                     contentFileCount += 1
-                    contentBytes += entry.size
+                    contentBytes = Self.saturatingAdd(contentBytes, entry.size)
                 }
             }
             if let link = symlinkAncestor(of: path) {
@@ -346,6 +348,12 @@ private struct RuleChecker {
             end = path.index(after: slash)
         }
         return nil
+    }
+
+    /// `a + b`, clamped to `Int64.min...Int64.max` instead of trapping.
+    static func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
     }
 
     // MARK: Integrity

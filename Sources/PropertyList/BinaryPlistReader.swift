@@ -224,7 +224,12 @@ struct BinaryPlistReader {
         var total = 1
         var levels = 0
         for child in try children(ref, header) {
-            total += try measure(child, depth: depth + 1)
+            let (sum, overflow) = total.addingReportingOverflow(try measure(child, depth: depth + 1))
+            // Only reachable when maxObjects is near Int.max ("no limit"): refuse rather than trap.
+            guard !overflow else {
+                throw PlistError(.limit, "binary plist expands to more than \(Int.max) values")
+            }
+            total = sum
             levels = max(levels, height[child])
             // Saturate: beyond the limit the exact size no longer matters, and sums cannot overflow.
             if total > limits.maxObjects {
