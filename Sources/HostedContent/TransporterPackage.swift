@@ -161,12 +161,8 @@ public enum TransporterPackage {
     }
 
     static func isValidVendorID(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard (1...100).contains(bytes.count) else { return false }
-        return bytes.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5a).contains(byte) || (0x61...0x7a).contains(byte)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-        }
+        // The same syntax as IAPProductIdentifier: 1 to 100 letters, digits, '.', '-' or '_'.
+        ContentInfo.isValidProductIdentifier(text)
     }
 
     private static func readTemplate(_ path: String) throws(HCPackError) -> String {

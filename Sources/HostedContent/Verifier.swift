@@ -46,29 +46,47 @@ public enum Verifier {
     /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
     public static func verify(_ path: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError) -> VerificationReport {
         var hashPolicy: (String) -> Bool = { _ in false }
+        var parsed: ParsedPlist?
         if try FileSystem.status(path)?.kind == .directory {
             // Hash only what the plist records a digest for; nothing to prove otherwise.
             let plistPath = path + "/" + ContentInfo.fileName
             if try FileSystem.status(plistPath)?.kind == .file,
                 let bytes = try? FileSystem.readFile(plistPath, limit: options.limits.plist.maxBytes),
-                let info = try? ContentInfo.decode(bytes, limits: options.limits.plist),
-                let records = try? info.parseIntegrity()
+                let value = try? PropertyList.decode(bytes, limits: options.limits.plist).value
             {
-                let recorded = Set(records.keys.map { contentsPrefix + $0 })
-                hashPolicy = { recorded.contains($0) }
+                parsed = ParsedPlist(bytes: bytes, value: value)
+                if case .dictionary(let dictionary) = value,
+                    let records = try? ContentInfo(dictionary: dictionary).parseIntegrity()
+                {
+                    let recorded = Set(records.keys.map { contentsPrefix + $0 })
+                    hashPolicy = { recorded.contains($0) }
+                }
             }
         }
         let snapshot = try PackageScanner.scan(path, limits: options.limits, hashFolderFiles: hashPolicy)
-        return check(snapshot, options: options)
+        var checker = RuleChecker(snapshot: snapshot, options: options)
+        // The walk read the plist again; when it is unchanged, reuse the parse (tens of MB for big packages).
+        if let parsed, parsed.bytes == snapshot.contentInfoBytes { checker.parsedPlist = parsed.value }
+        return report(of: &checker)
     }
 
     /// Applies the rules to a snapshot already read.
     public static func check(_ snapshot: PackageSnapshot, options: VerifyOptions = VerifyOptions()) -> VerificationReport {
         var checker = RuleChecker(snapshot: snapshot, options: options)
+        return report(of: &checker)
+    }
+
+    /// The plist bytes read before the walk, and their parse.
+    private struct ParsedPlist {
+        var bytes: [UInt8]
+        var value: PlistValue
+    }
+
+    private static func report(of checker: inout RuleChecker) -> VerificationReport {
         checker.run()
         return VerificationReport(
             problems: checker.problems, contentInfo: checker.contentInfo, listedFileCount: checker.listed.count,
-            contentFileCount: checker.contentFileCount, contentBytes: checker.contentBytes, snapshot: snapshot)
+            contentFileCount: checker.contentFileCount, contentBytes: checker.contentBytes, snapshot: checker.snapshot)
     }
 }
 
@@ -84,6 +102,9 @@ private struct RuleChecker {
     var entryByPath: [ExactPath: PackageEntry] = [:]
     /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
     var impliedFolders: Set<ExactPath> = []
+
+    /// `snapshot.contentInfoBytes` already decoded, when the caller has done it.
+    var parsedPlist: PlistValue?
 
     init(snapshot: PackageSnapshot, options: VerifyOptions) {
         self.snapshot = snapshot
@@ -154,7 +175,7 @@ private struct RuleChecker {
         guard let bytes = snapshot.contentInfoBytes else { return }
         let value: PlistValue
         do {
-            value = try PropertyList.decode(bytes, limits: options.limits.plist).value
+            value = try parsedPlist ?? PropertyList.decode(bytes, limits: options.limits.plist).value
         } catch {
             problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist: \(error); fix the plist so it parses")
             return
