@@ -19,9 +19,15 @@ MANY_SMALL = os.environ.get("MANY_SMALL", "") not in ("", "0")
 
 
 def timed(command, cwd=None, before=None):
-    """Runs a command once; returns (wall seconds, peak RSS in KiB)."""
-    if before:
-        before()
+    """Runs a command once; returns (wall seconds, peak RSS in KiB).
+
+    `before` may return a folder, which replaces "{dir}" in the command. `sync` first, untimed, so that no
+    command waits for the writeback of the one before it.
+    """
+    folder = before() if before else None
+    if folder:
+        command = [a.replace("{dir}", folder) for a in command]
+    os.sync()
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -42,6 +48,35 @@ def fresh(path):
         elif os.path.exists(path):
             os.remove(path)
     return reset
+
+
+def unique(path):
+    """A new empty folder per run, `path-1`, `path-2`, ...: nothing is deleted between timed runs.
+
+    On ext4 without a journal (this machine), deleting thousands of files and creating thousands right
+    after makes every new inode skip the "recently deleted" ones (60 s or more), which costs whichever
+    command runs next more than the command itself.
+    """
+    counter = [0]
+    def reset():
+        counter[0] += 1
+        os.makedirs(f"{path}-{counter[0]}")
+        return f"{path}-{counter[0]}"
+    return reset
+
+
+def remove_all(*prefixes):
+    """Removes the folders `unique` made, then waits out ext4's "recently deleted" window (60 s)."""
+    removed = False
+    for prefix in prefixes:
+        parent, name = os.path.split(prefix)
+        for entry in os.listdir(parent):
+            if entry.startswith(name + "-"):
+                shutil.rmtree(os.path.join(parent, entry))
+                removed = True
+    if removed:
+        os.sync()
+        time.sleep(61)
 
 
 def pair(label, ours, theirs, reps=REPS):
@@ -89,12 +124,15 @@ def main():
                      ([HCPACK, "verify", "--quiet", "--max-size", str(1 << 40), ours_zip], None, None),
                      (["sha256sum", "--"] + listing, unpacked, None)))
     dest, plain = os.path.join(out, "dest"), os.path.join(out, "plain")
+    remove_all(dest, plain)  # left by an interrupted run
     rows.append(pair("install vs unzip -q",
-                     ([HCPACK, "install", ours_zip, "--dest", dest, "--quiet"], None, fresh(dest)),
-                     (["unzip", "-q", ours_zip, "-d", plain], None, fresh(plain))))
+                     ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
+                     (["unzip", "-q", ours_zip, "-d", "{dir}"], None, unique(plain))))
+    remove_all(dest, plain)
     rows.append(pair("install vs bsdtar -xf",
-                     ([HCPACK, "install", ours_zip, "--dest", dest, "--quiet"], None, fresh(dest)),
-                     (["bsdtar", "-xf", ours_zip, "-C", plain], None, fresh(plain))))
+                     ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
+                     (["bsdtar", "-xf", ours_zip, "-C", "{dir}"], None, unique(plain))))
+    remove_all(dest, plain)
 
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(contents) for f in fs)
     count = sum(len(fs) for _, _, fs in os.walk(contents))

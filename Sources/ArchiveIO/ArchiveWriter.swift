@@ -123,7 +123,11 @@ public final class ArchiveWriter {
                     archive_write_set_filter_option(archive, "gzip", "timestamp", nil), archive,
                     "disabling the gzip timestamp", as: .usage)
             }
-            // No padding to a 10240-byte block: the archive ends with its last byte.
+            // Whole MiB writes instead of libarchive's default 10240-byte blocks (26,000 write calls for a
+            // 250 MiB archive); the bytes written do not change.
+            try check(
+                archive_write_set_bytes_per_block(archive, 1 << 20), archive, "setting the block size", as: .usage)
+            // No padding after the last byte.
             try check(archive_write_set_bytes_in_last_block(archive, 1), archive, "setting block padding", as: .usage)
             switch destination {
             case .descriptor(let fileDescriptor):

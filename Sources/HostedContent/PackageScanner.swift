@@ -352,9 +352,14 @@ struct ArchiveCollector {
     }
 
     static func isPlistCandidate(_ name: String) -> Bool {
+        // Called for every entry: a byte comparison of the end first, the split only for the few that match.
+        let trimmed = name.utf8.reversed().drop(while: { $0 == UInt8(ascii: "/") })
+        guard trimmed.starts(with: plistNameReversed) else { return false }
         let parts = name.split(separator: "/")
         return parts.last == Substring(ContentInfo.fileName) && parts.count <= 2
     }
+
+    private static let plistNameReversed = Array(ContentInfo.fileName.utf8.reversed())
 
     static func kind(_ kind: ArchiveEntryKind) -> EntryKind {
         switch kind {
@@ -404,7 +409,7 @@ struct ArchiveCollector {
                 guard entry.path.hasPrefix(prefix) else {
                     if PackagePath.isJunk(entry.path) {
                         problems.add(.junk, path: entry.path, "operating system junk outside the package folder; leave it out of the archive")
-                    } else if !entry.path.contains("/") {
+                    } else if !entry.path.utf8.contains(UInt8(ascii: "/")) {
                         problems.add(.strayEntry, path: entry.path, "outside the package folder '\(root)'; installers ignore it, so leave it out")
                     }
                     continue

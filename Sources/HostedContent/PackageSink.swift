@@ -30,14 +30,15 @@ extension PackageSink {
 }
 
 /// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes, hashing the archive's
-/// bytes on their way out (no second read for the summary's SHA-256).
+/// bytes on their way out (no second read for the summary's SHA-256) on a second thread, so that hashing
+/// overlaps reading, CRC-32 and writing.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
     private let output: String
     private let modificationTime: Int64
-    private let hasher = Digest.Hasher(.sha256)
+    private let hasher = HashPipeline()
     /// Bytes of archive written so far.
     private(set) var bytesWritten: Int64 = 0
     /// Bytes already handed to the kernel's writeback, so the final fsync has little left to do.
@@ -105,7 +106,8 @@ final class ArchiveSink: PackageSink {
     func finish() throws(HCPackError) {
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
-        digest = hasher.finalize()
+        _ = hasher.end()
+        digest = hasher.finish().first
         // Owner-readable mkstemp mode becomes an ordinary file's mode, whatever the umask.
         guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: output, errno: errno) }
         guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }

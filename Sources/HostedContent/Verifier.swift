@@ -102,6 +102,8 @@ private struct RuleChecker {
     var entryByPath: [ExactPath: PackageEntry] = [:]
     /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
     var impliedFolders: Set<ExactPath> = []
+    /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
+    var hasSymlinks = false
 
     /// `snapshot.contentInfoBytes` already decoded, when the caller has done it.
     var parsedPlist: PlistValue?
@@ -111,6 +113,7 @@ private struct RuleChecker {
         self.options = options
         for entry in snapshot.entries {
             entryByPath[ExactPath(entry.path)] = entry
+            if entry.kind == .symlink { hasSymlinks = true }
             var parent = Substring(entry.path)
             while let slash = parent.lastIndex(of: "/") {
                 parent = parent[..<slash]
@@ -149,7 +152,7 @@ private struct RuleChecker {
         } else if !isFolder(Verifier.contentsFolder) && snapshot.isComplete {
             problems.add(.missingContents, path: Verifier.contentsPrefix, "no Contents/ folder at the package root; put the content files in Contents/")
         }
-        for entry in snapshot.entries where !entry.path.contains("/") {
+        for entry in snapshot.entries where !entry.path.utf8.contains(UInt8(ascii: "/")) {
             if entry.path == ContentInfo.fileName || entry.path == Verifier.contentsFolder || PackagePath.isJunk(entry.path) { continue }
             problems.add(.strayEntry, path: entry.path, "only ContentInfo.plist and Contents/ belong at the package root; move it under Contents/ or remove it")
         }
@@ -293,18 +296,18 @@ private struct RuleChecker {
                     contentBytes = Self.saturatingAdd(contentBytes, entry.size)
                 }
             }
-            if let link = symlinkAncestor(of: path) {
+            if hasSymlinks, let link = symlinkAncestor(of: path) {
                 problems.add(.unsafePath, path: path, "lies inside '\(link)', which is a symlink; an extractor following it would write elsewhere")
             }
             if !entry.nameIsUTF8 {
                 problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
             }
-            let components = path.split(separator: "/")
-            if path.utf8.count > PackagePath.maxPathBytes || components.contains(where: { $0.utf8.count > PackagePath.maxComponentBytes }) {
+            if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {
                 problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
             }
             if PackagePath.isJunk(path) {
                 // Report the junk folder once, not every file inside it.
+                let components = path.split(separator: "/")
                 let parentIsJunk = components.count > 1 && PackagePath.isJunk(components.dropLast().joined(separator: "/"))
                 if !parentIsJunk {
                     problems.add(.junk, path: path, "operating system junk; leave it out of the package (hcpack build does)")
