@@ -577,6 +577,7 @@ private final class InstallSession {
         let totalBytes = plan.place.reduce(Int64(0)) { $0 + $1.size }
         var touchedFolders: Set<String> = [""]
         var destinationFolder: (path: String, handle: DirectoryHandle)?
+        var stagingFolder: (path: String, handle: DirectoryHandle)?
         for file in plan.place {
             var parts = file.path.split(separator: "/")
             guard let leaf = parts.popLast().map(String.init) else { continue }
@@ -596,8 +597,21 @@ private final class InstallSession {
                 for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
             }
             let stagedName = stagedPath(package, file)
-            guard let source = try staging.folder(of: stagedName), let stagedLeaf = stagedName.split(separator: "/").last else {
+            var stagedParts = stagedName.split(separator: "/")
+            guard let stagedLeaf = stagedParts.popLast() else {
                 throw HCPackError(.io, "internal error: \(stagedName) was not staged", path: stagedName)
+            }
+            // The staging folder is ours alone (0700, inside DEST/.hcpack), so reusing its handles is safe.
+            let stagedFolderPath = stagedParts.joined(separator: "/")
+            let source: DirectoryHandle
+            if let stagingFolder, stagingFolder.path == stagedFolderPath {
+                source = stagingFolder.handle
+            } else {
+                guard let opened = try staging.folder(of: stagedName) else {
+                    throw HCPackError(.io, "internal error: \(stagedName) was not staged", path: stagedName)
+                }
+                source = opened
+                stagingFolder = (stagedFolderPath, opened)
             }
             // A second name for the file being replaced keeps its bytes until the receipt is written. Where a
             // hard link is refused (a file system without them, protected_hardlinks for another user's file),
@@ -624,6 +638,7 @@ private final class InstallSession {
                     totalFiles: plan.place.count))
         }
         destinationFolder = nil
+        stagingFolder = nil
 
         for path in plan.remove {
             var parts = path.split(separator: "/")

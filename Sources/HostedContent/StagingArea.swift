@@ -191,12 +191,15 @@ public final class StagedFileWriter {
     /// Appends a block.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
         try file.write(bytes)
+        file.startWriteback()
         area.account(bytes: Int64(bytes.count))
     }
 
     /// Sets mode 0644 and closes. The data reaches the disk through `StagingArea.synchronize()` (one `syncfs`
     /// for all files), or here with `fsync` where `syncfs` is missing.
     public func finish() throws(HCPackError) {
+        // Writeback starts now, while the rest of the archive streams, rather than all at once in syncfs.
+        file.startWriteback(threshold: 0)
         try file.finish(mode: 0o644, synchronize: !FileSystemSync.isAvailable)
         area.accountFile()
     }
