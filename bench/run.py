@@ -103,7 +103,12 @@ def main():
         subprocess.run(args, check=True)
     contents = os.path.join(corpus, "Contents")
     out = os.path.join(WORK, "tmp")
-    os.makedirs(out, exist_ok=True)
+    if os.path.exists(out):
+        # Outputs of an earlier run: removed, then the "recently deleted" window waited out (see unique).
+        shutil.rmtree(out)
+        os.sync()
+        time.sleep(61)
+    os.makedirs(out)
     ours_zip, theirs_zip = os.path.join(out, "hc.zip"), os.path.join(out, "zip.zip")
     rows = []
     rows.append(pair("build (auto) vs zip -qr",
@@ -124,7 +129,6 @@ def main():
                      ([HCPACK, "verify", "--quiet", "--max-size", str(1 << 40), ours_zip], None, None),
                      (["sha256sum", "--"] + listing, unpacked, None)))
     dest, plain = os.path.join(out, "dest"), os.path.join(out, "plain")
-    remove_all(dest, plain)  # left by an interrupted run
     rows.append(pair("install vs unzip -q",
                      ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
                      (["unzip", "-q", ours_zip, "-d", "{dir}"], None, unique(plain))))
@@ -132,7 +136,8 @@ def main():
     rows.append(pair("install vs bsdtar -xf",
                      ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
                      (["bsdtar", "-xf", ours_zip, "-C", "{dir}"], None, unique(plain))))
-    remove_all(dest, plain)
+    shutil.rmtree(out)  # gigabytes of runs; the next `make bench` starts clean
+    os.sync()
 
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(contents) for f in fs)
     count = sum(len(fs) for _, _, fs in os.walk(contents))

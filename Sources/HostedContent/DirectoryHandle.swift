@@ -1,4 +1,6 @@
 import Digest
+import Dispatch
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -338,6 +340,44 @@ enum FileSystemSync {
     static func synchronize(_ directory: DirectoryHandle) throws(HCPackError) {
         guard let function else { return }
         guard function(directory.descriptor) == 0 else { throw HCPackError.system("syncfs", path: directory.path, errno: errno) }
+    }
+
+    /// `syncfs` running on its own thread; `wait()` returns (or throws) its outcome.
+    final class Background: @unchecked Sendable {
+        // @unchecked: `failure` is written by the thread before it signals and read only after `wait`.
+        private let done = DispatchSemaphore(value: 0)
+        private var failure: Int32 = 0
+        private let path: String
+        private var waited = false
+
+        /// Starts syncing the file system of `directory` (through a duplicate descriptor the thread owns).
+        init(_ directory: DirectoryHandle) {
+            path = directory.path
+            let descriptor = dup(directory.descriptor)
+            guard descriptor >= 0, let function = FileSystemSync.function else {
+                failure = descriptor >= 0 ? 0 : errno
+                if descriptor >= 0 { close(descriptor) }
+                done.signal()
+                return
+            }
+            let thread = Thread { [self] in
+                if function(descriptor) != 0 { failure = errno }
+                close(descriptor)
+                done.signal()
+            }
+            thread.name = "hcpack-syncfs"
+            thread.start()
+        }
+
+        deinit { if !waited { done.wait() } }
+
+        func wait() throws(HCPackError) {
+            if !waited {
+                done.wait()
+                waited = true
+            }
+            if failure != 0 { throw HCPackError.system("syncfs", path: path, errno: failure) }
+        }
     }
 }
 

@@ -206,6 +206,7 @@ private final class InstallSession {
             staging.inPlaceNames = { [unowned self] plistName, bytes in self.namesInPlace(plistName: plistName, plist: bytes) }
         }
         let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
+        staging.startSynchronizing()
         let report = Self.installReport(Verifier.check(snapshot, options: options.verify))
         if !report.isValid() {
             abandon()
@@ -316,7 +317,9 @@ private final class InstallSession {
     /// by hcpack (the receipt records the same size and digest, and the file has that size now).
     func namesInPlace(plistName: String, plist: [UInt8]) -> Set<String> {
         let prefix = plistName.dropLast(ContentInfo.fileName.count) + "Contents/"
-        guard let info = try? ContentInfo.decode(plist, limits: options.verify.limits.plist),
+        // Nothing was installed here before: no need to parse the plist a second time.
+        guard (try? metadata.status(Installer.receiptsFolder)) != nil,
+            let info = try? ContentInfo.decode(plist, limits: options.verify.limits.plist),
             let identifier = info.productIdentifier, let files = info.files,
             let records = try? info.parseIntegrity(),
             let receiptBytes = try? metadata.openDirectory(Installer.receiptsFolder)?.readFile(
@@ -361,15 +364,25 @@ private final class InstallSession {
     func inspect(_ path: String) throws(HCPackError) -> Target {
         var parts = path.split(separator: "/")
         guard let leaf = parts.popLast() else { return .absent }
+        let folderPath = parts.joined(separator: "/")
         let folder: DirectoryHandle?
-        do {
-            folder = try destination.openDirectories(parts)
-        } catch {
-            return .blocked(error.message)
+        if let lastInspected, lastInspected.path == folderPath {
+            folder = lastInspected.handle
+        } else {
+            do {
+                folder = try destination.openDirectories(parts)
+            } catch {
+                return .blocked(error.message)
+            }
+            lastInspected = (folderPath, folder)
         }
         guard let folder, let status = try folder.status(String(leaf)) else { return .absent }
         return status.kind == .file ? .file(size: status.size) : .other(status.kind)
     }
+
+    /// The folder `inspect` looked in last (nil: absent). Files come sorted, so most share their folder with
+    /// the one before; this only reads, placing walks from DEST again.
+    private var lastInspected: (path: String, handle: DirectoryHandle?)?
 
     func digest(_ path: String) throws(HCPackError) -> FileRecord? {
         var parts = path.split(separator: "/")
@@ -407,6 +420,7 @@ private final class InstallSession {
         let journaled = Dictionary((plan.journal?.files ?? []).map { ($0.path, $0.record) }, uniquingKeysWith: { a, _ in a })
 
         var conflicts: [String] = []
+        lastInspected = nil  // may be from the streaming phase: look again
         for file in wanted {
             let location = destinationPath + "/" + file.path
             switch try inspect(file.path) {
@@ -464,6 +478,7 @@ private final class InstallSession {
             }
         }
 
+        lastInspected = nil
         if let previousVersion {
             if package.version > previousVersion {
                 plan.status = .upgraded

@@ -154,9 +154,23 @@ public final class StagingArea {
     }
 
     /// Makes every staged file durable, so a file renamed into place is complete even after a power loss.
+    /// Waits for `startSynchronizing()` when it was called.
     public func synchronize() throws(HCPackError) {
+        if let pending = pendingSync {
+            pendingSync = nil
+            try pending.wait()
+            return
+        }
         try FileSystemSync.synchronize(directory)
     }
+
+    /// Starts `synchronize()`'s work on another thread, so that the disk catches up while the package is
+    /// checked and the install planned (a quarter of a second for 250 MB here), instead of afterwards.
+    public func startSynchronizing() {
+        guard pendingSync == nil, FileSystemSync.isAvailable else { return }
+        pendingSync = FileSystemSync.Background(directory)
+    }
+    private var pendingSync: FileSystemSync.Background?
 
     /// A folder next to the staging folder (`staging-XXXXXXXX.replaced`, so a leftover one is removed with
     /// it) that keeps the files an install replaces or removes until the receipt is written: an install that
