@@ -18,15 +18,30 @@ SCALE = os.environ.get("SCALE", "1")
 MANY_SMALL = os.environ.get("MANY_SMALL", "") not in ("", "0")
 
 
-def timed(command, cwd=None, before=None):
+def warm(paths):
+    """Reads files (folders recursively) so that they are in the page cache.
+
+    This machine's kernel pages out memory untouched for about a minute (DAMON), so without this the first
+    command of a pair, or any after a pause, would read its input from disk and the other from memory.
+    """
+    for path in paths:
+        files = [path] if os.path.isfile(path) else [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs]
+        for name in files:
+            with open(name, "rb", buffering=0) as handle:
+                while handle.read(1 << 20):
+                    pass
+
+
+def timed(command, cwd=None, before=None, inputs=()):
     """Runs a command once; returns (wall seconds, peak RSS in KiB).
 
-    `before` may return a folder, which replaces "{dir}" in the command. `sync` first, untimed, so that no
-    command waits for the writeback of the one before it.
+    `before` may return a folder, which replaces "{dir}" in the command. Untimed first: `inputs` are read
+    into the page cache, and `sync` makes sure no command waits for the writeback of the one before it.
     """
     folder = before() if before else None
     if folder:
         command = [a.replace("{dir}", folder) for a in command]
+    warm(inputs)
     os.sync()
     start = time.perf_counter()
     process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -79,12 +94,12 @@ def remove_all(*prefixes):
         time.sleep(61)
 
 
-def pair(label, ours, theirs, reps=REPS):
-    """Alternates the two commands; each is (argv, cwd, reset)."""
+def pair(label, ours, theirs, inputs, reps=REPS):
+    """Alternates the two commands, each (argv, cwd, reset), with `inputs` in the page cache."""
     results = {"ours": [], "theirs": []}
     for _ in range(reps):
         for key, (argv, cwd, reset) in (("ours", ours), ("theirs", theirs)):
-            results[key].append(timed(argv, cwd, reset))
+            results[key].append(timed(argv, cwd, reset, inputs))
     row = []
     for key, (argv, _, _) in (("ours", ours), ("theirs", theirs)):
         walls = [w for w, _ in results[key]]
@@ -113,12 +128,14 @@ def main():
     rows = []
     rows.append(pair("build (auto) vs zip -qr",
                      ([HCPACK, "build", corpus, "-o", ours_zip, "--force", "--quiet"], None, fresh(ours_zip)),
-                     (["zip", "-qr", theirs_zip, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_zip))))
+                     (["zip", "-qr", theirs_zip, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_zip)),
+                     [corpus]))
     sizes = (os.path.getsize(ours_zip), os.path.getsize(theirs_zip))
     ours_store, theirs_store = os.path.join(out, "hc-store.zip"), os.path.join(out, "zip-store.zip")
     rows.append(pair("build (store) vs zip -qr -0",
                      ([HCPACK, "build", corpus, "-o", ours_store, "--compression", "store", "--force", "--quiet"], None, fresh(ours_store)),
-                     (["zip", "-qr", "-0", theirs_store, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_store))))
+                     (["zip", "-qr", "-0", theirs_store, "ContentInfo.plist", "Contents"], corpus, fresh(theirs_store)),
+                     [corpus]))
     # Rebuild the archive the later rows read (the timed runs above leave the last one in place).
     subprocess.run([HCPACK, "build", corpus, "-o", ours_zip, "--force", "--quiet"], check=True)
     unpacked = os.path.join(out, "unpacked")
@@ -127,15 +144,18 @@ def main():
     listing = sorted(os.path.relpath(os.path.join(d, f), unpacked) for d, _, fs in os.walk(unpacked) for f in fs)
     rows.append(pair("verify archive vs sha256sum",
                      ([HCPACK, "verify", "--quiet", "--max-size", str(1 << 40), ours_zip], None, None),
-                     (["sha256sum", "--"] + listing, unpacked, None)))
+                     (["sha256sum", "--"] + listing, unpacked, None),
+                     [ours_zip, unpacked]))
     dest, plain = os.path.join(out, "dest"), os.path.join(out, "plain")
     rows.append(pair("install vs unzip -q",
                      ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
-                     (["unzip", "-q", ours_zip, "-d", "{dir}"], None, unique(plain))))
+                     (["unzip", "-q", ours_zip, "-d", "{dir}"], None, unique(plain)),
+                     [ours_zip]))
     remove_all(dest, plain)
     rows.append(pair("install vs bsdtar -xf",
                      ([HCPACK, "install", ours_zip, "--dest", "{dir}", "--quiet"], None, unique(dest)),
-                     (["bsdtar", "-xf", ours_zip, "-C", "{dir}"], None, unique(plain))))
+                     (["bsdtar", "-xf", ours_zip, "-C", "{dir}"], None, unique(plain)),
+                     [ours_zip]))
     shutil.rmtree(out)  # gigabytes of runs; the next `make bench` starts clean
     os.sync()
 

@@ -82,6 +82,24 @@ extension Sequence where Element == UInt8 {
     }
 }
 
+extension Collection where Element == UInt8 {
+    /// Whether `text` is these bytes in lowercase hexadecimal (what `hexString` gives), without building
+    /// a String: verify compares one digest per file.
+    public func matchesHex(_ text: String) -> Bool {
+        let digits = text.utf8
+        guard digits.count == count * 2 else { return false }
+        let hex = Array("0123456789abcdef".utf8)
+        var position = digits.startIndex
+        for byte in self {
+            guard digits[position] == hex[Int(byte >> 4)] else { return false }
+            position = digits.index(after: position)
+            guard digits[position] == hex[Int(byte & 0x0f)] else { return false }
+            position = digits.index(after: position)
+        }
+        return true
+    }
+}
+
 /// Parses lowercase or uppercase hexadecimal into bytes; nil when malformed.
 public func bytes(fromHex text: String) -> [UInt8]? {
     let utf8 = Array(text.utf8)

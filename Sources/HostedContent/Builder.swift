@@ -475,8 +475,17 @@ struct ExclusionFilter {
     /// The build's output, relative to the source folder, when it lies inside it.
     let ownOutput: String?
 
+    /// What temporaries of the output start with (`.NAME.hcpack-`), computed once rather than per entry.
+    private let ownTemporaryPrefix: String?
+
     init(patterns: [String], contentsOnly: Bool, ownOutput: String? = nil) {
         self.ownOutput = ownOutput
+        ownTemporaryPrefix = ownOutput.map { output in
+            let slash = output.lastIndex(of: "/")
+            let folder = slash.map { String(output[..<$0]) + "/" } ?? ""
+            let name = slash.map { String(output[output.index(after: $0)...]) } ?? output
+            return folder + "." + name + ".hcpack-"
+        }
         // "build/" means the folder build: match it without the slash.
         self.patterns = patterns.map { $0.count > 1 && $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.contentsOnly = contentsOnly
@@ -485,10 +494,7 @@ struct ExclusionFilter {
     /// The output itself, what is inside it (a folder build), or a temporary of it (`.NAME.hcpack-XXXXXX`).
     private func isOwnOutput(_ sourcePath: String, _ output: String) -> Bool {
         if sourcePath == output || sourcePath.hasPrefix(output + "/") { return true }
-        let slash = output.lastIndex(of: "/")
-        let folder = slash.map { String(output[..<$0]) + "/" } ?? ""
-        let name = slash.map { String(output[output.index(after: $0)...]) } ?? output
-        return sourcePath.hasPrefix(folder + "." + name + ".hcpack-")
+        return ownTemporaryPrefix.map { sourcePath.hasPrefix($0) } ?? false
     }
 
     /// True for entries under Contents/ (and everything in a plain folder).
@@ -509,9 +515,12 @@ struct ExclusionFilter {
             let name = String(sourcePath.split(separator: "/").first ?? "")
             return Builder.isDefaultExcluded(name: name) ? .junk : .outsideContents
         }
-        let names = relative.split(separator: "/").map(String.init)
-        if names.contains(where: Builder.isDefaultExcluded(name:)) { return .junk }
+        // Junk or .git anywhere in the path; one byte scan each rather than a String per component.
+        if PackagePath.isJunk(relative) || relative.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual(".git".utf8) }) {
+            return .junk
+        }
         guard !patterns.isEmpty else { return nil }
+        let names = relative.split(separator: "/").map(String.init)
         // Each name, and each leading part of the path, so "assets/raw" also leaves out what is inside it.
         var prefixes: [String] = []
         var prefix = ""

@@ -402,7 +402,7 @@ private struct RuleChecker {
             }
             if entry.size != record.size {
                 problems.add(.sizeMismatch, path: full, "is \(entry.size) bytes but the plist records \(record.size); the file changed after the build, rebuild or restore it")
-            } else if let digest = entry.sha256, digest.hexString != record.sha256 {
+            } else if let digest = entry.sha256, !digest.matchesHex(record.sha256) {
                 problems.add(.digestMismatch, path: full, "SHA-256 \(digest.hexString) differs from the recorded \(record.sha256); the file changed after the build, rebuild or restore it")
             }
         }
