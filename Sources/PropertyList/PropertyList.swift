@@ -77,8 +77,8 @@ public enum PropertyList {
     /// Decodes an XML or binary property list, detected by content.
     ///
     /// Binary plists start with `bplist00`; anything else whose first non-blank byte (after an optional UTF-8 BOM)
-    /// is `<`, or that starts with a UTF-16 BOM, is parsed as XML with libxml2 (`xmlCtxtReadMemory`),
-    /// refusing DTD internal subsets, entities and network access.
+    /// is `<`, or that starts with a UTF-16 BOM, is parsed as XML with libxml2's SAX2 callbacks (`xmlCtxtReadMemory`,
+    /// no tree), refusing DTD internal subsets, entities and network access.
     /// - Parameters:
     ///   - bytes: the whole document; it comes from the network, so every bound in `limits` is enforced.
     ///   - limits: size, nesting and value-count bounds.
@@ -94,7 +94,7 @@ public enum PropertyList {
         guard looksLikeXML(bytes) else {
             throw PlistError(.unknownFormat, "neither a binary property list (bplist00) nor an XML document")
         }
-        var reader = XMLPlistReader(limits: limits)
+        let reader = XMLPlistReader(limits: limits)
         return (try reader.decode(bytes), .xml)
     }
 

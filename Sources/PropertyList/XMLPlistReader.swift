@@ -11,44 +11,6 @@ private enum LibXML2Setup {
     }()
 }
 
-/// State shared with the SAX hooks of one parse, reached through `ctxt->_private`.
-private final class ParseGuard {
-    /// Why the hooks stopped the parser, if they did.
-    var refusal: PlistError?
-    /// libxml2's first error: later ones are usually knock-on effects ("premature end of data").
-    /// Copied out at once: libxml2 frees the message when the next error arrives.
-    var firstError: LibXMLError?
-    /// Deepest element nesting allowed before the parser is stopped.
-    let maxElementDepth: Int32
-    /// libxml2's own SAX2 handlers, which the hooks call after their checks.
-    var defaultInternalSubset: internalSubsetSAXFunc?
-    var defaultStartElementNs: startElementNsSAX2Func?
-
-    init(maxElementDepth: Int32) {
-        self.maxElementDepth = maxElementDepth
-    }
-
-    /// The guard installed on a parser context, if any.
-    static func of(_ context: UnsafeMutableRawPointer?) -> (xmlParserCtxtPtr, ParseGuard)? {
-        guard let context else { return nil }
-        let ctxt = context.assumingMemoryBound(to: xmlParserCtxt.self)
-        guard let raw = ctxt.pointee._private else { return nil }
-        return (ctxt, Unmanaged<ParseGuard>.fromOpaque(raw).takeUnretainedValue())
-    }
-
-    /// Records the first refusal and stops the parser, so hostile documents are cut off at the first sign.
-    static func refuse(_ context: UnsafeMutableRawPointer?, _ error: PlistError) {
-        guard let context else { return }
-        let ctxt = context.assumingMemoryBound(to: xmlParserCtxt.self)
-        if let (_, state) = of(context), state.refusal == nil {
-            var error = error
-            error.line = error.line ?? Int(currentLine(ctxt))
-            state.refusal = error
-        }
-        xmlStopParser(ctxt)
-    }
-}
-
 /// The parts of an `xmlError` we report, copied into Swift values.
 private struct LibXMLError {
     var code: Int32
@@ -64,28 +26,335 @@ private struct LibXMLError {
     }
 }
 
-/// libxml2's current line, or nil when no input is open.
-private func currentLine(_ ctxt: xmlParserCtxtPtr) -> Int32 {
-    guard let input = ctxt.pointee.input else { return 0 }
-    return input.pointee.line
-}
+/// The elements a plist is made of.
+private enum PlistElement: String {
+    case plist, array, dict, key, string, integer, real, `true`, `false`, date, data
 
-/// Reads XML property lists with libxml2, treating the input as hostile.
-struct XMLPlistReader {
-    let limits: PlistLimits
-    /// Values seen so far, against `limits.maxObjects`.
-    private var objectCount = 0
-    /// Lines removed in front of the document (leading blanks before `<?xml`), added back to every line number.
-    private var lineOffset = 0
+    /// Names as C strings, most frequent first.
+    private static let names: [(PlistElement, StaticString)] = [
+        (.string, "string"), (.key, "key"), (.dict, "dict"), (.integer, "integer"), (.array, "array"), (.true, "true"),
+        (.false, "false"), (.real, "real"), (.date, "date"), (.data, "data"), (.plist, "plist"),
+    ]
 
-    init(limits: PlistLimits) {
-        self.limits = limits
+    /// The element with this local name, compared as bytes: no String is made for every element.
+    init?(_ name: UnsafePointer<xmlChar>) {
+        let length = strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))
+        let match = Self.names.first { _, candidate in
+            length == candidate.utf8CodeUnitCount && memcmp(name, candidate.utf8Start, length) == 0
+        }
+        guard let (element, _) = match else { return nil }
+        self = element
     }
 
-    /// Parses `bytes` into a tree, checks it, then walks it as a plist.
-    mutating func decode(_ bytes: [UInt8]) throws(PlistError) -> PlistValue {
+    /// Elements whose content is text rather than other elements.
+    var holdsText: Bool {
+        switch self {
+        case .plist, .array, .dict: false
+        default: true
+        }
+    }
+}
+
+/// One open element on the builder's stack.
+private struct Frame {
+    let element: PlistElement
+    /// Line of the start tag (libxml2's line once it has read the `>`), for errors about this element.
+    let line: Int
+    /// An array's items so far, or the value of `<plist>`.
+    var items: [PlistValue] = []
+    /// A dictionary's entries so far.
+    var entries = PlistDictionary()
+    /// A `<key>` of this dictionary still waiting for its value, with the key's line.
+    var pendingKey: (key: String, line: Int)?
+
+    init(_ element: PlistElement, line: Int) {
+        self.element = element
+        self.line = line
+    }
+}
+
+/// Builds a `PlistValue` from libxml2's SAX2 callbacks of one parse.
+///
+/// No tree is kept: each value is built when its end tag arrives and moved into its container, so memory is the
+/// value decoded so far plus one frame per open element. Limits and forbidden constructs stop the parser at the
+/// element that breaks them. Other plist errors are kept while the rest is only parsed, so that libxml2's
+/// well-formedness errors still come first, as they did when a finished tree was walked.
+///
+/// A struct inside `ParseState`: each callback is then one exclusive access, not one per property touched.
+private struct PlistBuilder {
+    /// What the builder does with the elements that follow.
+    enum Mode {
+        /// Building the value.
+        case building
+        /// `<plist>` met a second value: its children are only counted, for the message.
+        case counting(values: Int, depth: Int, line: Int)
+        /// A plist error is pending: nothing more is built or checked.
+        case skipping
+    }
+
+    let ctxt: xmlParserCtxtPtr
+    let limits: PlistLimits
+    /// Lines removed in front of the document (blanks before `<?xml`), added back to every line number.
+    let lineOffset: Int
+
+    var mode = Mode.building
+    /// Open elements, `<plist>` first.
+    var frames: [Frame] = []
+    /// Text of the open leaf or key: libxml2 splits it across `characters` calls (at entities, CDATA, comments).
+    var text: [UInt8] = []
+    /// Where the current run of text between elements began; a DOM text node had the line of its first chunk.
+    var textLine: Int?
+    /// Depth of the open element, `<plist>` being 1, whatever the mode.
+    var elementDepth = 0
+    /// Values seen so far (keys included), against `limits.maxObjects`.
+    var objectCount = 0
+    /// The decoded document, once `</plist>` has closed with exactly one value.
+    var result: PlistValue?
+    /// The first plist error, reported unless libxml2 finds the document malformed.
+    var pending: PlistError?
+    /// Why a limit or guard stopped the parser; it wins over everything else.
+    var failure: PlistError?
+
+    init(ctxt: xmlParserCtxtPtr, limits: PlistLimits, lineOffset: Int) {
+        self.ctxt = ctxt
+        self.limits = limits
+        self.lineOffset = lineOffset
+    }
+
+    /// libxml2's current line in the file.
+    var line: Int {
+        Int(ctxt.pointee.input?.pointee.line ?? 0) + lineOffset
+    }
+
+    /// Records the first failure, drops what was built and stops the parser: no callback follows.
+    mutating func fail(_ error: PlistError) {
+        if failure == nil {
+            var error = error
+            error.line = error.line ?? line
+            failure = error
+        }
+        frames = []
+        mode = .skipping
+        xmlStopParser(ctxt)
+    }
+
+    /// Records a plist error and drops what was built; parsing goes on, building does not.
+    mutating func reject(_ error: PlistError) {
+        if pending == nil { pending = error }
+        frames = []
+        mode = .skipping
+    }
+
+    mutating func reject(_ message: String, line: Int, kind: PlistError.Kind = .syntax) {
+        reject(PlistError(kind, message, line: line))
+    }
+
+    /// A declaration that only a DTD can hold.
+    mutating func refuseDeclaration() {
+        fail(PlistError(.forbidden, "DOCTYPE declarations are not allowed in a property list"))
+    }
+
+    // MARK: - Callbacks
+
+    mutating func startElement(localname: UnsafePointer<xmlChar>?, prefix: UnsafePointer<xmlChar>?,
+                               uri: UnsafePointer<xmlChar>?) {
+        elementDepth += 1
+        textLine = nil
+        // Whatever the mode: even elements that are no plist value are not nested without end.
+        guard elementDepth - 2 <= limits.maxDepth else {
+            return fail(PlistError(.limit, "nesting deeper than the limit of \(limits.maxDepth)"))
+        }
+        switch mode {
+        case .skipping:
+            return
+        case .counting(let values, let depth, let line):
+            mode = .counting(values: depth == 0 ? values + 1 : values, depth: depth + 1, line: line)
+            return
+        case .building:
+            break
+        }
+        // An unbound prefix comes with no URI; either way the element is not a plist element.
+        let element = uri == nil && prefix == nil ? localname.flatMap(PlistElement.init) : nil
+        let line = self.line
+        var qualified: String {
+            let name = localname.map { String(cString: $0) } ?? ""
+            return prefix.map { String(cString: $0) + ":" + name } ?? name
+        }
+
+        guard let top = frames.indices.last else {
+            guard element == .plist else {
+                return reject("root element is <\(qualified)>, expected <plist>", line: line)
+            }
+            frames.append(Frame(.plist, line: line))
+            return
+        }
+        switch frames[top].element {
+        case .plist:
+            if !frames[top].items.isEmpty {
+                mode = .counting(values: 2, depth: 1, line: frames[top].line)
+                frames = []
+                return
+            }
+            beginValue(element, qualified, line: line)
+        case .array:
+            beginValue(element, qualified, line: line)
+        case .dict:
+            guard let pending = frames[top].pendingKey else {
+                guard element == .key else {
+                    return reject("expected <key> in <dict>, found <\(qualified)>", line: line)
+                }
+                guard countObject(line: line) else { return }
+                text.removeAll(keepingCapacity: true)
+                frames.append(Frame(.key, line: line))
+                return
+            }
+            guard frames[top].entries[pending.key] == nil else {
+                return reject("duplicate key '\(XMLPlistReader.clip(pending.key))' in <dict>", line: pending.line,
+                              kind: .duplicateKey)
+            }
+            beginValue(element, qualified, line: line)
+        case let leaf:
+            reject("unexpected element <\(qualified)> inside <\(leaf.rawValue)>", line: line)
+        }
+    }
+
+    /// Opens a value inside `<plist>`, an array or a dictionary.
+    private mutating func beginValue(_ element: PlistElement?, _ qualified: @autoclosure () -> String, line: Int) {
+        guard countObject(line: line) else { return }
+        guard let element, element != .plist, element != .key else {
+            return reject("unexpected element <\(qualified())>", line: line)
+        }
+        if element.holdsText {
+            text.removeAll(keepingCapacity: true)
+        } else {
+            // Containers around this one; frames[0] is <plist>.
+            guard frames.count - 1 < limits.maxDepth else {
+                return fail(PlistError(.limit, "nesting deeper than the limit of \(limits.maxDepth)", line: line))
+            }
+        }
+        frames.append(Frame(element, line: line))
+    }
+
+    private mutating func countObject(line: Int) -> Bool {
+        objectCount += 1
+        guard objectCount <= limits.maxObjects else {
+            fail(PlistError(.limit, "more than \(limits.maxObjects) values", line: line))
+            return false
+        }
+        return true
+    }
+
+    mutating func endElement() {
+        elementDepth -= 1
+        textLine = nil
+        switch mode {
+        case .skipping:
+            return
+        case .counting(let values, let depth, let line):
+            guard depth > 0 else {
+                return reject("<plist> must hold exactly one value, found \(values)", line: line)
+            }
+            mode = .counting(values: values, depth: depth - 1, line: line)
+            return
+        case .building:
+            break
+        }
+        guard let frame = frames.popLast() else { return }
+        switch frame.element {
+        case .plist:
+            guard let value = frame.items.first else {
+                return reject("<plist> must hold exactly one value, found 0", line: frame.line)
+            }
+            result = value
+        case .array:
+            add(.array(frame.items))
+        case .dict:
+            if let pending = frame.pendingKey {
+                return reject("<key>\(XMLPlistReader.clip(pending.key))</key> has no value", line: pending.line)
+            }
+            add(.dictionary(frame.entries))
+        case .key:
+            frames[frames.count - 1].pendingKey = (String(decoding: text, as: UTF8.self), frame.line)
+        case let leaf:
+            do throws(PlistError) {
+                add(try XMLPlistReader.scalar(leaf, text: text, line: frame.line))
+            } catch {
+                reject(error)
+            }
+        }
+    }
+
+    /// Moves a finished value into the open container.
+    private mutating func add(_ value: PlistValue) {
+        let top = frames.count - 1
+        if let pending = frames[top].pendingKey {
+            frames[top].entries[pending.key] = value
+            frames[top].pendingKey = nil
+        } else {
+            frames[top].items.append(value)
+        }
+    }
+
+    mutating func characters(_ bytes: UnsafeBufferPointer<UInt8>) {
+        switch mode {
+        case .skipping:
+            return
+        case .counting(_, let depth, _):
+            // Text among <plist>'s values is reported before their count, as it always was.
+            if depth == 0 { checkBlank(bytes, inside: .plist) }
+            return
+        case .building:
+            break
+        }
+        guard !frames.isEmpty else { return }
+        let top = frames[frames.count - 1].element
+        if top.holdsText {
+            text.append(contentsOf: bytes)
+        } else {
+            checkBlank(bytes, inside: top)
+        }
+    }
+
+    private mutating func checkBlank(_ bytes: UnsafeBufferPointer<UInt8>, inside element: PlistElement) {
+        let line = textLine ?? self.line
+        textLine = line
+        if !bytes.allSatisfy(PropertyList.isXMLBlank) {
+            reject("unexpected text inside <\(element.rawValue)>", line: line)
+        }
+    }
+
+    /// A comment or processing instruction: skipped, but it ends a run of text as it ended a DOM text node.
+    mutating func separator() {
+        textLine = nil
+    }
+}
+
+/// What the C callbacks reach through `ctxt->_private`: the builder, and libxml2's first error.
+private final class ParseState {
+    var builder: PlistBuilder
+    /// libxml2's first error: later ones are usually knock-on effects ("premature end of data").
+    /// Copied out at once: libxml2 frees the message when the next error arrives.
+    var firstError: LibXMLError?
+
+    init(_ builder: PlistBuilder) {
+        self.builder = builder
+    }
+
+    /// The state installed on a parser context (the callbacks' `ctx`, which is the context itself).
+    static func of(_ context: UnsafeMutableRawPointer?) -> ParseState? {
+        guard let raw = context?.assumingMemoryBound(to: xmlParserCtxt.self).pointee._private else { return nil }
+        return Unmanaged<ParseState>.fromOpaque(raw).takeUnretainedValue()
+    }
+}
+
+/// Reads XML property lists with libxml2's SAX2 interface, treating the input as hostile.
+struct XMLPlistReader {
+    let limits: PlistLimits
+
+    /// Parses `bytes`, building the value as the elements arrive (no libxml2 tree).
+    func decode(_ bytes: [UInt8]) throws(PlistError) -> PlistValue {
         _ = LibXML2Setup.ready
-        let start = documentStart(bytes)
+        let (start, lineOffset) = Self.documentStart(bytes)
         guard bytes.count - start <= Int(Int32.max) else {
             throw PlistError(.limit, "XML document too large for libxml2")
         }
@@ -94,94 +363,112 @@ struct XMLPlistReader {
         }
         defer { xmlFreeParserCtxt(ctxt) }
 
-        // One element level for <plist> and one for a leaf inside the deepest container.
-        let state = ParseGuard(maxElementDepth: Int32(clamping: min(limits.maxDepth, Int(Int32.max) - 2) + 2))
+        let state = ParseState(PlistBuilder(ctxt: ctxt, limits: limits, lineOffset: lineOffset))
         let unmanaged = Unmanaged.passRetained(state)
         defer { unmanaged.release() }
-        installHooks(ctxt, state: state, opaque: unmanaged.toOpaque())
+        ctxt.pointee._private = UnsafeMutableRawPointer(unmanaged.toOpaque())
+        Self.installHandlers(ctxt)
 
         // Never NOENT, DTDLOAD, DTDVALID, XINCLUDE, HUGE or RECOVER: entities stay unexpanded, nothing is fetched.
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue
-            | XML_PARSE_NOCDATA.rawValue | XML_PARSE_BIG_LINES.rawValue)
+            | XML_PARSE_NOCDATA.rawValue)
         let document: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
             let base = buffer.baseAddress.map { UnsafeRawPointer($0 + start).assumingMemoryBound(to: CChar.self) }
             return xmlCtxtReadMemory(ctxt, base, Int32(bytes.count - start), nil, nil, options)
         }
-        defer { if let document { xmlFreeDoc(document) } }
+        // Without a startDocument handler there is no tree; libxml2 would only make one to keep entity
+        // declarations, which the handlers refuse.
+        if let document { xmlFreeDoc(document) }
 
-        if var refusal = state.refusal {
-            refusal.line = refusal.line.map { $0 + lineOffset }
-            throw refusal
+        let builder = state.builder
+        if let failure = builder.failure {
+            throw failure
         }
-        guard let document, ctxt.pointee.wellFormed != 0 else {
-            throw describe(state.firstError ?? LibXMLError(ctxt.pointee.lastError))
+        guard ctxt.pointee.wellFormed != 0 else {
+            throw Self.describe(state.firstError ?? LibXMLError(ctxt.pointee.lastError), lineOffset: lineOffset)
         }
-        if let subset = document.pointee.intSubset, subset.pointee.children != nil {
-            throw PlistError(.forbidden, "DOCTYPE declarations are not allowed in a property list",
-                             line: 1 + lineOffset)
+        if let pending = builder.pending {
+            throw pending
         }
-        return try readDocument(document)
+        guard let value = builder.result else {
+            throw PlistError(.syntax, "XML document has no root element")
+        }
+        return value
     }
 
-    /// Skips a UTF-8 BOM and blanks before `<?xml`, which libxml2 refuses; remembers the lines skipped.
-    private mutating func documentStart(_ bytes: [UInt8]) -> Int {
+    /// Where the document starts after a UTF-8 BOM and blanks before `<?xml` (which libxml2 refuses), and how
+    /// many lines that skips.
+    private static func documentStart(_ bytes: [UInt8]) -> (start: Int, lines: Int) {
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var newlines = 0
         while index < bytes.count, PropertyList.isXMLBlank(bytes[index]) {
             if bytes[index] == 0x0A { newlines += 1 }
             index += 1
         }
-        guard bytes[index...].starts(with: Array("<?xml".utf8)) else { return 0 }
-        lineOffset = newlines
-        return index
+        guard bytes[index...].starts(with: Array("<?xml".utf8)) else { return (0, 0) }
+        return (index, newlines)
     }
 
-    /// Silences libxml2 and adds the checks that must run while parsing, before any damage is done.
-    private func installHooks(_ ctxt: xmlParserCtxtPtr, state: ParseGuard, opaque: UnsafeMutableRawPointer) {
-        ctxt.pointee._private = opaque
+    /// Replaces libxml2's tree-building SAX2 handlers with the builder's, plus the guards that refuse DTD
+    /// subsets and entities while parsing.
+    private static func installHandlers(_ ctxt: xmlParserCtxtPtr) {
         guard let sax = ctxt.pointee.sax else { return }
-        // Errors are read from this context afterwards; nothing goes to stderr.
+        // Nothing left from xmlSAXVersion's defaults: no startDocument (no xmlDoc), no node building, and no
+        // externalSubset or resolveEntity, so no DTD is ever read.
+        sax.pointee = xmlSAXHandler()
+        sax.pointee.initialized = XML_SAX2_MAGIC
+
+        // libxml2 errors are kept for decode to read; nothing goes to stderr.
         sax.pointee.serror = { context, error in
-            guard let (_, state) = ParseGuard.of(context), state.firstError == nil, let error else { return }
+            guard let state = ParseState.of(context), state.firstError == nil, let error else { return }
             state.firstError = LibXMLError(error.pointee)
         }
-        state.defaultInternalSubset = sax.pointee.internalSubset
-        state.defaultStartElementNs = sax.pointee.startElementNs
+        sax.pointee.startElementNs = { context, localname, prefix, uri, _, _, _, _, _ in
+            ParseState.of(context)?.builder.startElement(localname: localname, prefix: prefix, uri: uri)
+        }
+        sax.pointee.endElementNs = { context, _, _, _ in
+            ParseState.of(context)?.builder.endElement()
+        }
+        // CDATA arrives here too (XML_PARSE_NOCDATA), and so do blanks: libxml2 only calls
+        // ignorableWhitespace when it differs from characters.
+        let characters: charactersSAXFunc = { context, bytes, count in
+            guard let bytes, count > 0 else { return }
+            ParseState.of(context)?.builder.characters(UnsafeBufferPointer(start: bytes, count: Int(count)))
+        }
+        sax.pointee.characters = characters
+        sax.pointee.ignorableWhitespace = characters
+        sax.pointee.comment = { context, _ in ParseState.of(context)?.builder.separator() }
+        sax.pointee.processingInstruction = { context, _, _ in ParseState.of(context)?.builder.separator() }
 
-        sax.pointee.internalSubset = { context, name, externalID, systemID in
-            guard let (ctxt, state) = ParseGuard.of(context) else { return }
-            state.defaultInternalSubset?(context, name, externalID, systemID)
+        sax.pointee.internalSubset = { context, _, _, _ in
+            guard let state = ParseState.of(context) else { return }
             // libxml2 calls this right before `[`, the start of an internal subset, where entities are declared.
-            if let cur = ctxt.pointee.input?.pointee.cur, cur.pointee == UInt8(ascii: "[") {
-                ParseGuard.refuse(context, PlistError(.forbidden, "DOCTYPE with an internal subset is not allowed"))
+            if let cur = state.builder.ctxt.pointee.input?.pointee.cur, cur.pointee == UInt8(ascii: "[") {
+                state.builder.fail(PlistError(.forbidden, "DOCTYPE with an internal subset is not allowed"))
             }
         }
         sax.pointee.entityDecl = { context, name, _, _, _, _ in
             let entity = name.map { String(cString: $0) } ?? "?"
-            ParseGuard.refuse(context, PlistError(.forbidden, "entity declaration '\(entity)' is not allowed"))
+            ParseState.of(context)?.builder.fail(PlistError(.forbidden, "entity declaration '\(entity)' is not allowed"))
         }
         sax.pointee.unparsedEntityDecl = { context, name, _, _, _ in
             let entity = name.map { String(cString: $0) } ?? "?"
-            ParseGuard.refuse(context, PlistError(.forbidden, "entity declaration '\(entity)' is not allowed"))
+            ParseState.of(context)?.builder.fail(PlistError(.forbidden, "entity declaration '\(entity)' is not allowed"))
         }
+        // Only reachable inside a DTD, which the hooks above already refuse: a second line of defence.
+        sax.pointee.elementDecl = { context, _, _, _ in ParseState.of(context)?.builder.refuseDeclaration() }
+        sax.pointee.attributeDecl = { context, _, _, _, _, _, _ in ParseState.of(context)?.builder.refuseDeclaration() }
+        sax.pointee.notationDecl = { context, _, _, _ in ParseState.of(context)?.builder.refuseDeclaration() }
+        // An undeclared entity after a DOCTYPE is only a warning to libxml2, which then reports the reference.
         sax.pointee.reference = { context, name in
             let entity = name.map { String(cString: $0) } ?? "?"
-            ParseGuard.refuse(context, PlistError(.forbidden, "entity reference '&\(entity);' is not allowed"))
-        }
-        sax.pointee.startElementNs = { context, localname, prefix, uri, nsCount, namespaces, attrCount, defaulted, attributes in
-            guard let (ctxt, state) = ParseGuard.of(context) else { return }
-            state.defaultStartElementNs?(context, localname, prefix, uri, nsCount, namespaces, attrCount, defaulted, attributes)
-            // nodeNr is the depth of the element just opened; stop long before libxml2's own 256.
-            if ctxt.pointee.nodeNr > state.maxElementDepth {
-                ParseGuard.refuse(context, PlistError(.limit, "nesting deeper than the limit of \(state.maxElementDepth - 2)"))
-            }
+            ParseState.of(context)?.builder.fail(PlistError(.forbidden, "entity reference '&\(entity);' is not allowed"))
         }
     }
 
     /// A libxml2 error with its message, line and column.
-    private func describe(_ error: LibXMLError) -> PlistError {
-        var message = error.message
-        message = message.trimmingCharacters(in: .whitespacesAndNewlines)
+    private static func describe(_ error: LibXMLError, lineOffset: Int) -> PlistError {
+        let message = error.message.trimmingCharacters(in: .whitespacesAndNewlines)
         let line = error.line > 0 ? Int(error.line) + lineOffset : nil
         let column = error.int2 > 0 ? Int(error.int2) : nil
         let kind: PlistError.Kind
@@ -195,202 +482,50 @@ struct XMLPlistReader {
         return PlistError(kind, "XML: \(message)", line: line, column: column)
     }
 
-    // MARK: - Tree walk
-
-    private mutating func readDocument(_ document: xmlDocPtr) throws(PlistError) -> PlistValue {
-        guard let root = xmlDocGetRootElement(document) else {
-            throw PlistError(.syntax, "XML document has no root element")
-        }
-        guard name(root) == "plist", root.pointee.ns == nil else {
-            throw syntax(root, "root element is <\(qualifiedName(root))>, expected <plist>")
-        }
-        let children = try elementChildren(root)
-        guard children.count == 1 else {
-            throw syntax(root, "<plist> must hold exactly one value, found \(children.count)")
-        }
-        return try readValue(children[0], depth: 0)
-    }
-
-    /// One value element; `depth` is the number of containers around it.
-    private mutating func readValue(_ node: xmlNodePtr, depth: Int) throws(PlistError) -> PlistValue {
-        objectCount += 1
-        guard objectCount <= limits.maxObjects else {
-            throw PlistError(.limit, "more than \(limits.maxObjects) values", line: line(node))
-        }
-        guard node.pointee.ns == nil else {
-            throw syntax(node, "unexpected element <\(qualifiedName(node))>")
-        }
-        switch name(node) {
-        case "dict":
-            try checkDepth(node, depth)
-            return .dictionary(try readDictionary(node, depth: depth + 1))
-        case "array":
-            try checkDepth(node, depth)
-            var values: [PlistValue] = []
-            for child in try elementChildren(node) {
-                values.append(try readValue(child, depth: depth + 1))
-            }
-            return .array(values)
-        case "string":
-            return .string(try text(node))
-        case "integer":
-            let text = try text(node)
-            guard let value = Self.parseInteger(text) else {
-                throw syntax(node, "<integer> '\(Self.clip(text))' is not a 64-bit integer")
-            }
-            return .integer(value)
-        case "real":
-            let text = try text(node).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let value = Self.parseReal(text) else {
-                throw syntax(node, "<real> '\(Self.clip(text))' is not a number")
-            }
-            return .real(value)
-        case "true", "false":
-            guard try text(node).allSatisfy({ $0.isWhitespace }) else {
-                throw syntax(node, "<\(name(node))/> must be empty")
-            }
-            return .boolean(name(node) == "true")
-        case "date":
-            let text = try text(node).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let date = PlistDate.parse(text) else {
-                throw syntax(node, "<date> '\(Self.clip(text))' is not an ISO 8601 date like 2026-01-02T03:04:05Z")
-            }
-            return .date(date)
-        case "data":
-            let text = try text(node)
-            guard let bytes = Base64.decode(text) else {
-                throw syntax(node, "<data> is not valid base64")
-            }
-            return .data(bytes)
-        default:
-            throw syntax(node, "unexpected element <\(qualifiedName(node))>")
-        }
-    }
-
-    private func checkDepth(_ node: xmlNodePtr, _ depth: Int) throws(PlistError) {
-        guard depth < limits.maxDepth else {
-            throw PlistError(.limit, "nesting deeper than the limit of \(limits.maxDepth)", line: line(node))
-        }
-    }
-
-    private mutating func readDictionary(_ node: xmlNodePtr, depth: Int) throws(PlistError) -> PlistDictionary {
-        let children = try elementChildren(node)
-        var entries: [PlistDictionary.Entry] = []
-        var seen = Set<String>()
-        var index = 0
-        while index < children.count {
-            let keyNode = children[index]
-            guard name(keyNode) == "key", keyNode.pointee.ns == nil else {
-                throw syntax(keyNode, "expected <key> in <dict>, found <\(qualifiedName(keyNode))>")
-            }
-            objectCount += 1
-            guard objectCount <= limits.maxObjects else {
-                throw PlistError(.limit, "more than \(limits.maxObjects) values", line: line(keyNode))
-            }
-            let key = try text(keyNode)
-            guard index + 1 < children.count else {
-                throw syntax(keyNode, "<key>\(Self.clip(key))</key> has no value")
-            }
-            guard seen.insert(key).inserted else {
-                throw PlistError(.duplicateKey, "duplicate key '\(Self.clip(key))' in <dict>", line: line(keyNode))
-            }
-            let value = try readValue(children[index + 1], depth: depth)
-            entries.append(PlistDictionary.Entry(key: key, value: value))
-            index += 2
-        }
-        return PlistDictionary(entries)
-    }
-
-    /// The element children of a container; blank text, comments and processing instructions are skipped.
-    private func elementChildren(_ node: xmlNodePtr) throws(PlistError) -> [xmlNodePtr] {
-        var result: [xmlNodePtr] = []
-        var child = node.pointee.children
-        while let current = child {
-            switch current.pointee.type {
-            case XML_ELEMENT_NODE:
-                result.append(current)
-            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
-                if !isBlank(current.pointee.content) {
-                    throw syntax(current, "unexpected text inside <\(name(node))>")
-                }
-            case XML_COMMENT_NODE, XML_PI_NODE:
-                break
-            case XML_ENTITY_REF_NODE:
-                throw forbiddenReference(current)
-            default:
-                throw syntax(current, "unexpected node inside <\(name(node))>")
-            }
-            child = current.pointee.next
-        }
-        return result
-    }
-
-    /// The text of a leaf element; character references like `&amp;` were already resolved by the parser.
-    private func text(_ node: xmlNodePtr) throws(PlistError) -> String {
-        var bytes: [UInt8] = []
-        var child = node.pointee.children
-        while let current = child {
-            switch current.pointee.type {
-            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
-                if let content = current.pointee.content {
-                    bytes.append(contentsOf: UnsafeBufferPointer(start: content, count: strlen(content)))
-                }
-            case XML_COMMENT_NODE, XML_PI_NODE:
-                break
-            case XML_ENTITY_REF_NODE:
-                throw forbiddenReference(current)
-            case XML_ELEMENT_NODE:
-                throw syntax(current, "unexpected element <\(qualifiedName(current))> inside <\(name(node))>")
-            default:
-                throw syntax(current, "unexpected node inside <\(name(node))>")
-            }
-            child = current.pointee.next
-        }
-        // libxml2 hands out UTF-8 whatever the input encoding was.
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private func isBlank(_ content: UnsafeMutablePointer<xmlChar>?) -> Bool {
-        guard var cursor = content.map({ UnsafePointer($0) }) else { return true }
-        while cursor.pointee != 0 {
-            if !PropertyList.isXMLBlank(cursor.pointee) { return false }
-            cursor += 1
-        }
-        return true
-    }
-
-    private func forbiddenReference(_ node: xmlNodePtr) -> PlistError {
-        let entity = node.pointee.name.map { String(cString: $0) } ?? "?"
-        return PlistError(.forbidden, "entity reference '&\(entity);' is not allowed", line: line(node))
-    }
-
-    private func name(_ node: xmlNodePtr) -> String {
-        node.pointee.name.map { String(cString: $0) } ?? ""
-    }
-
-    private func qualifiedName(_ node: xmlNodePtr) -> String {
-        if let prefix = node.pointee.ns?.pointee.prefix {
-            return String(cString: prefix) + ":" + name(node)
-        }
-        return name(node)
-    }
-
-    private func line(_ node: xmlNodePtr) -> Int? {
-        let line = xmlGetLineNo(node)
-        return line > 0 ? Int(line) + lineOffset : nil
-    }
-
-    /// An element-level error: libxml2 keeps a line per node but no column.
-    private func syntax(_ node: xmlNodePtr, _ message: String) -> PlistError {
-        PlistError(.syntax, message, line: line(node))
-    }
-
     /// Keeps hostile text short in messages.
     static func clip(_ text: String) -> String {
         text.count > 40 ? String(text.prefix(40)) + "..." : text
     }
 
     // MARK: - Scalars
+
+    /// The value of a leaf element from its text; character references like `&amp;` are already resolved.
+    fileprivate static func scalar(_ element: PlistElement, text bytes: [UInt8], line: Int) throws(PlistError) -> PlistValue {
+        // libxml2 hands out UTF-8 whatever the input encoding was.
+        let text = String(decoding: bytes, as: UTF8.self)
+        switch element {
+        case .integer:
+            guard let value = parseInteger(text) else {
+                throw PlistError(.syntax, "<integer> '\(clip(text))' is not a 64-bit integer", line: line)
+            }
+            return .integer(value)
+        case .real:
+            let text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let value = parseReal(text) else {
+                throw PlistError(.syntax, "<real> '\(clip(text))' is not a number", line: line)
+            }
+            return .real(value)
+        case .true, .false:
+            guard text.allSatisfy({ $0.isWhitespace }) else {
+                throw PlistError(.syntax, "<\(element.rawValue)/> must be empty", line: line)
+            }
+            return .boolean(element == .true)
+        case .date:
+            let text = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let date = PlistDate.parse(text) else {
+                let message = "<date> '\(clip(text))' is not an ISO 8601 date like 2026-01-02T03:04:05Z"
+                throw PlistError(.syntax, message, line: line)
+            }
+            return .date(date)
+        case .data:
+            guard let bytes = Base64.decode(text) else {
+                throw PlistError(.syntax, "<data> is not valid base64", line: line)
+            }
+            return .data(bytes)
+        case .string, .key, .plist, .array, .dict:
+            return .string(text)
+        }
+    }
 
     /// Decimal or `0x` hexadecimal, with an optional sign and surrounding blanks; nil on overflow or junk.
     static func parseInteger(_ text: String) -> Int64? {
