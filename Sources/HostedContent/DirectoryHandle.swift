@@ -254,24 +254,12 @@ public final class WritableFile {
     /// The file's path, for messages.
     public let path: String
 
-    /// Bytes written so far, and how many of them were handed to writeback.
-    private var written: Int64 = 0
-    private var writebackStarted: Int64 = 0
-
     init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
     }
 
     deinit { if descriptor >= 0 { close(descriptor) } }
-
-    /// Starts writeback of everything written since the last call, when at least `threshold` bytes are
-    /// waiting (see `FileSystemSync.startWriteback`): the final sync then finds most data already on disk.
-    func startWriteback(threshold: Int64 = FileSystemSync.writebackChunk) {
-        guard written - writebackStarted >= max(threshold, 1) else { return }
-        FileSystemSync.startWriteback(descriptor, from: writebackStarted, length: written - writebackStarted)
-        writebackStarted = written
-    }
 
     /// Writes all of `bytes`, retrying short writes.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
@@ -284,7 +272,6 @@ public final class WritableFile {
             }
             offset += count
         }
-        written += Int64(bytes.count)
     }
 
     /// Writes all of `bytes`.

@@ -3,31 +3,49 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// SHA-256 on a second thread, so that hashing overlaps reading and decompressing an archive.
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// SHA-256, and optionally the file writes, on a second thread, so that they overlap reading and
+/// decompressing an archive (verify, install) or compressing one (build).
 ///
 /// The caller hands over a stream of files, chunk by chunk; chunks are packed into a few fixed buffers
 /// (bounded memory: `slotCount` x `slotSize`), hashed in order by one worker thread, and each file's digest
 /// comes back under the ticket `end()` returned. Small files share a buffer, and the worker is woken once per
 /// full buffer rather than once per file: with thousands of small files, per-file wake-ups were 15,000
 /// futex calls.
+///
+/// A chunk can also be written to a file the pipeline owns (`adopt`): the worker writes it after hashing,
+/// starts its writeback, and closes the file when it ends. Writing is a third of install's and build's
+/// main thread otherwise (the copy into the page cache). The first write failure is kept and thrown by
+/// `check()` and `finishWriting()`; later writes are dropped.
 final class HashPipeline: @unchecked Sendable {
     // @unchecked: a slot belongs to the caller until its jobs are submitted and to the worker until it is
     // released through `freeSlots`; everything else the worker shares sits behind the mutex.
     private enum Job {
-        case data(slot: Int, start: Int, count: Int)
+        case data(slot: Int, start: Int, count: Int, file: Int32)
         case end(ticket: Int)
         /// The worker is done with the slot once it reaches this job.
         case release(slot: Int)
+        /// From here on `descriptor` is the worker's, known as `path` in messages.
+        case adopt(descriptor: Int32, path: String)
+        /// Closes an adopted file; with `keep`, first sets mode 0644 and (without syncfs) fsyncs it.
+        case close(descriptor: Int32, keep: Bool)
         case stop
     }
 
     private let slotCount = 4
     private let slotSize = 1 << 20
+    /// Adopted files not yet closed by the worker, at most: a process may have few descriptors (ulimit -n).
+    private let openFiles = DispatchSemaphore(value: 32)
     private let slots: [UnsafeMutableRawBufferPointer]
     private let freeSlots: DispatchSemaphore
     private let pendingJobs = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
-    private let shared = Mutex<(jobs: [Job], digests: [[UInt8]])>(([], []))
+    private let shared = Mutex<(jobs: [Job], digests: [[UInt8]], failure: HCPackError?)>(([], [], nil))
     /// Jobs for the slot being filled, handed over together when it is full.
     private var batch: [Job] = []
     /// The slot being filled (owned by the caller) and how many bytes it holds; nil before the first byte.
@@ -49,15 +67,33 @@ final class HashPipeline: @unchecked Sendable {
         for slot in slots { slot.deallocate() }
     }
 
-    /// Adds bytes to the current file's hash (copied: `bytes` may be reused as soon as this returns).
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    /// Takes over an open file: `update(_:writingTo:)` appends to it, `close` closes it. The caller must not
+    /// use or close the descriptor afterwards.
+    func adopt(_ descriptor: Int32, path: String) {
+        if openFiles.wait(timeout: .now()) == .timedOut {
+            // Too many files waiting for their close: hand over the queued closes, then wait for one.
+            handOver()
+            openFiles.wait()
+        }
+        batch.append(.adopt(descriptor: descriptor, path: path))
+    }
+
+    /// Closes an adopted file once everything before has been written; with `keep` false (an abandoned
+    /// file) nothing more is done to it.
+    func close(_ descriptor: Int32, keep: Bool) {
+        batch.append(.close(descriptor: descriptor, keep: keep))
+    }
+
+    /// Adds bytes to the current file's hash (copied: `bytes` may be reused as soon as this returns) and, when
+    /// `file` is an adopted descriptor, writes them to it.
+    func update(_ bytes: UnsafeRawBufferPointer, writingTo file: Int32 = -1) {
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
             let count = min(slotSize - used, bytes.count - offset)
             UnsafeMutableRawBufferPointer(rebasing: slots[slot][used..<(used + count)])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
-            batch.append(.data(slot: slot, start: used, count: count))
+            batch.append(.data(slot: slot, start: used, count: count, file: file))
             filling = (slot, used + count)
             offset += count
             if used + count == slotSize { handOver() }
@@ -69,6 +105,17 @@ final class HashPipeline: @unchecked Sendable {
         defer { nextTicket += 1 }
         batch.append(.end(ticket: nextTicket))
         return nextTicket
+    }
+
+    /// Throws the first write failure the worker has met so far, if any.
+    func check() throws(HCPackError) {
+        if let failure = shared.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Waits until every adopted file is written and closed; throws the first failure.
+    func finishWriting() throws(HCPackError) {
+        _ = finish()
+        try check()
     }
 
     /// Waits for the worker and returns every ended file's digest, by ticket. Bytes given after the last
@@ -106,6 +153,7 @@ final class HashPipeline: @unchecked Sendable {
 
     private func work() {
         var hasher = Digest.Hasher(.sha256)
+        var files = AdoptedFiles()
         while true {
             pendingJobs.wait()
             let jobs = shared.withLock { state -> [Job] in
@@ -115,19 +163,96 @@ final class HashPipeline: @unchecked Sendable {
             }
             for job in jobs {
                 switch job {
-                case .data(let slot, let start, let count):
-                    hasher.update(UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)]))
+                case .data(let slot, let start, let count, let file):
+                    let bytes = UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)])
+                    hasher.update(bytes)
+                    if file >= 0, let failure = files.write(bytes, to: file) { record(failure) }
                 case .end:
                     let digest = hasher.finalize()
                     shared.withLock { $0.digests.append(digest) }
                     hasher = Digest.Hasher(.sha256)
                 case .release:
                     freeSlots.signal()
+                case .adopt(let descriptor, let path):
+                    files.adopt(descriptor, path: path)
+                case .close(let descriptor, let keep):
+                    if let failure = files.close(descriptor, keep: keep) { record(failure) }
+                    openFiles.signal()
                 case .stop:
+                    files.closeAll()
                     stopped.signal()
                     return
                 }
             }
         }
+    }
+
+    private func record(_ failure: HCPackError) {
+        shared.withLock { state in
+            if state.failure == nil { state.failure = failure }
+        }
+    }
+}
+
+/// The worker's open files: path for messages, bytes written, bytes handed to writeback.
+private struct AdoptedFiles {
+    private struct File {
+        var path: String
+        var written: Int64 = 0
+        var writebackStarted: Int64 = 0
+        var failed = false
+    }
+    private var files: [Int32: File] = [:]
+
+    mutating func adopt(_ descriptor: Int32, path: String) {
+        files[descriptor] = File(path: path)
+    }
+
+    /// Writes all of `bytes`; after a failure the file gets nothing more.
+    mutating func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> HCPackError? {
+        guard var file = files[descriptor], !file.failed, let base = bytes.baseAddress else { return nil }
+        var offset = 0
+        while offset < bytes.count {
+            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
+            if count < 0 {
+                if errno == EINTR { continue }
+                file.failed = true
+                files[descriptor] = file
+                return HCPackError.system("write", path: file.path, errno: errno)
+            }
+            offset += count
+        }
+        file.written += Int64(bytes.count)
+        // Writeback starts here, on the worker, rather than all at once in the final sync.
+        if file.written - file.writebackStarted >= FileSystemSync.writebackChunk {
+            FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
+            file.writebackStarted = file.written
+        }
+        files[descriptor] = file
+        return nil
+    }
+
+    mutating func close(_ descriptor: Int32, keep: Bool) -> HCPackError? {
+        guard let file = files.removeValue(forKey: descriptor) else { return nil }
+        var failure: HCPackError?
+        if keep && !file.failed {
+            if fchmod(descriptor, 0o644) != 0 {
+                failure = HCPackError.system("chmod", path: file.path, errno: errno)
+            } else if !FileSystemSync.isAvailable, fsync(descriptor) != 0 {
+                failure = HCPackError.system("fsync", path: file.path, errno: errno)
+            } else if file.written - file.writebackStarted >= 1 << 20 {
+                // Large tails only: one writeback request per small file costs more than the final syncfs.
+                FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
+            }
+        }
+        if Glibc.close(descriptor) != 0 && keep && failure == nil && !file.failed {
+            failure = HCPackError.system("close", path: file.path, errno: errno)
+        }
+        return failure
+    }
+
+    mutating func closeAll() {
+        for descriptor in files.keys { _ = Glibc.close(descriptor) }
+        files = [:]
     }
 }

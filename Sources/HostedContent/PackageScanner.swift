@@ -253,7 +253,11 @@ public enum PackageScanner {
             complete = false
             collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
         }
-        if let staging { collector.problems.append(contentsOf: staging.problems) }
+        if let staging {
+            // Staged files are written on the hashing thread: wait for the last ones, and fail as staging would.
+            try collector.hashes.finishWriting()
+            collector.problems.append(contentsOf: staging.problems)
+        }
         let format = reader.formatName ?? "unknown"
         if complete, format.hasPrefix("ZIP"), let file, let end = ZipEndRecord.read(path: file) {
             if let declared = end.declaredEntries, declared != collector.entriesRead {
@@ -321,11 +325,10 @@ struct ArchiveCollector {
             var plistTooBig = false
             let limit = plistLimit
             // A second entry with this name is never staged: the first one's data would be overwritten.
-            let writer = indexByPath[ExactPath(name)] == nil ? try staging?.beginFile(name) : nil
+            let writer = indexByPath[ExactPath(name)] == nil ? try staging?.beginFile(name, through: hashes) : nil
             let count = try reader.readData { chunk in
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
-                hashes.update(chunk)
-                try writer?.write(chunk)
+                if let writer { writer.write(chunk) } else { hashes.update(chunk) }
                 if isPlist && !plistTooBig {
                     if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
                 }

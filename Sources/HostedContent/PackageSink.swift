@@ -29,20 +29,22 @@ extension PackageSink {
     }
 }
 
-/// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes, hashing the archive's
-/// bytes on their way out (no second read for the summary's SHA-256) on a second thread, so that hashing
-/// overlaps reading, CRC-32 and writing.
+/// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes. The archive's bytes go
+/// through a `HashPipeline`: its worker thread hashes them (no second read for the summary's SHA-256) and
+/// writes them to the file, while this thread reads sources and runs libarchive.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
+    /// A duplicate of `descriptor` that the pipeline writes to and closes.
+    private let pipelineDescriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
     private let output: String
     private let modificationTime: Int64
-    private let hasher = HashPipeline()
+    private let pipeline = HashPipeline()
+    /// The pipeline's write failure, once seen: it names the output and keeps the errno (disk full...).
+    private var writeFailure: HCPackError?
     /// Bytes of archive written so far.
     private(set) var bytesWritten: Int64 = 0
-    /// Bytes already handed to the kernel's writeback, so the final fsync has little left to do.
-    private var writebackStarted: Int64 = 0
     /// The archive's SHA-256, once `finish` has run.
     private(set) var digest: [UInt8]?
 
@@ -50,6 +52,9 @@ final class ArchiveSink: PackageSink {
         self.descriptor = descriptor
         self.output = output
         self.modificationTime = modificationTime
+        pipelineDescriptor = dup(descriptor)
+        guard pipelineDescriptor >= 0 else { throw HCPackError.system("dup", path: output, errno: errno) }
+        pipeline.adopt(pipelineDescriptor, path: output)
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
                 try self.emit(bytes)
@@ -59,24 +64,16 @@ final class ArchiveSink: PackageSink {
         }
     }
 
-    /// Writes archive bytes to the file, hashes them, and starts writeback every few MiB.
+    /// Hands archive bytes to the pipeline; fails libarchive once a write on the worker has failed.
     private func emit(_ bytes: UnsafeRawBufferPointer) throws(ArchiveError) {
-        guard let base = bytes.baseAddress else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw ArchiveError(.io, "writing \(output): \(String(cString: strerror(errno)))", errno: errno)
-            }
-            offset += count
+        do {
+            try pipeline.check()
+        } catch {
+            writeFailure = error
+            throw ArchiveError(.io, error.message)
         }
-        hasher.update(bytes)
+        pipeline.update(bytes, writingTo: pipelineDescriptor)
         bytesWritten += Int64(bytes.count)
-        if bytesWritten - writebackStarted >= FileSystemSync.writebackChunk {
-            FileSystemSync.startWriteback(descriptor, from: writebackStarted, length: bytesWritten - writebackStarted)
-            writebackStarted = bytesWritten
-        }
     }
 
     deinit { if isOpen { close(descriptor) } }
@@ -106,10 +103,12 @@ final class ArchiveSink: PackageSink {
     func finish() throws(HCPackError) {
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
-        _ = hasher.end()
-        digest = hasher.finish().first
-        // Owner-readable mkstemp mode becomes an ordinary file's mode, whatever the umask.
-        guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: output, errno: errno) }
+        _ = pipeline.end()
+        // The worker's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
+        // whatever the umask.
+        pipeline.close(pipelineDescriptor, keep: true)
+        try pipeline.finishWriting()
+        digest = pipeline.finish().first
         guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
         isOpen = false
         guard close(descriptor) == 0 else { throw HCPackError.system("close", path: output, errno: errno) }
@@ -119,7 +118,7 @@ final class ArchiveSink: PackageSink {
         do {
             try body()
         } catch {
-            throw Self.translate(error, output: output)
+            throw writeFailure ?? Self.translate(error, output: output)
         }
     }
 

@@ -81,10 +81,11 @@ public final class StagingArea {
     /// True when `archivePath` was not staged because DEST already held its bytes.
     public func wasSkipped(_ archivePath: String) -> Bool { skipped.contains(archivePath) }
 
-    /// Starts writing the entry `name` (an archive name); nil when it need not be staged, is already in place
-    /// in DEST (recorded in `skipped`), or conflicts with an entry already staged (recorded in `problems`).
+    /// Starts writing the entry `name` (an archive name), whose data `pipeline` will hash and write; nil when
+    /// it need not be staged, is already in place in DEST (recorded in `skipped`), or conflicts with an entry
+    /// already staged (recorded in `problems`).
     /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
-    public func beginFile(_ name: String) throws(HCPackError) -> StagedFileWriter? {
+    func beginFile(_ name: String, through pipeline: HashPipeline) throws(HCPackError) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
         // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it.
         if name.split(separator: "/").contains(where: { $0.utf8.count > PackagePath.maxComponentBytes }) { return nil }
@@ -128,7 +129,7 @@ public final class StagingArea {
             }
             throw HCPackError.system("create", path: folder.describe(String(leaf)), errno: code)
         }
-        return StagedFileWriter(file: WritableFile(descriptor: descriptor, path: folder.describe(String(leaf))), area: self)
+        return StagedFileWriter(descriptor: descriptor, path: folder.describe(String(leaf)), area: self, pipeline: pipeline)
     }
 
     private func conflict(_ name: String) {
@@ -192,29 +193,37 @@ public final class StagingArea {
     }
 }
 
-/// Receives one staged file's data block by block.
-public final class StagedFileWriter {
-    private let file: WritableFile
+/// Receives one staged file's data block by block; the pipeline's worker thread writes it.
+final class StagedFileWriter {
+    private let descriptor: Int32
     private unowned let area: StagingArea
+    private let pipeline: HashPipeline
+    private var finished = false
 
-    init(file: WritableFile, area: StagingArea) {
-        self.file = file
+    /// Hands the new file's descriptor to `pipeline`, which closes it.
+    init(descriptor: Int32, path: String, area: StagingArea, pipeline: HashPipeline) {
+        self.descriptor = descriptor
         self.area = area
+        self.pipeline = pipeline
+        pipeline.adopt(descriptor, path: path)
     }
 
-    /// Appends a block.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
-        try file.write(bytes)
-        file.startWriteback()
+    /// An abandoned file (the archive failed mid-entry) is closed as it is; the staging area goes anyway.
+    deinit { if !finished { pipeline.close(descriptor, keep: false) } }
+
+    /// Hashes and appends a block (copied: `bytes` may be reused at once).
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        pipeline.update(bytes, writingTo: descriptor)
         area.account(bytes: Int64(bytes.count))
     }
 
-    /// Sets mode 0644 and closes. The data reaches the disk through `StagingArea.synchronize()` (one `syncfs`
-    /// for all files), or here with `fsync` where `syncfs` is missing.
-    public func finish() throws(HCPackError) {
-        // Writeback starts now, while the rest of the archive streams, rather than all at once in syncfs.
-        file.startWriteback(threshold: 0)
-        try file.finish(mode: 0o644, synchronize: !FileSystemSync.isAvailable)
+    /// Queues mode 0644 and the close; throws the first write failure met so far. The data reaches the disk
+    /// through `StagingArea.synchronize()` (one `syncfs` for all files), or with `fsync` per file where
+    /// `syncfs` is missing.
+    func finish() throws(HCPackError) {
+        finished = true
+        pipeline.close(descriptor, keep: true)
         area.accountFile()
+        try pipeline.check()
     }
 }
