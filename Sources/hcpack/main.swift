@@ -7,4 +7,11 @@ import Glibc
 // libarchive's zip writer stamps DOS times through localtime(): pin UTC so archives do not depend on the host.
 setenv("TZ", "UTC0", 1)
 tzset()
+// Archives are read through a memory mapping: one truncated by another process while it is read raises
+// SIGBUS. Say so and exit like any other I/O failure (3) instead of dumping core. Nothing here allocates.
+signal(SIGBUS) { _ in
+    let message: StaticString = "hcpack: error: an archive was truncated while hcpack was reading it; nothing was changed outside hcpack's staging folder, run the command again\n"
+    _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
+    _exit(3)
+}
 exit(HCPack.main(Array(CommandLine.arguments.dropFirst()), context: .process()))

@@ -1,0 +1,55 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Archives are read through a memory mapping (ArchiveIO's MappedInput): a file cut short by another
+/// process mid-read raises SIGBUS, which the command line turns into an ordinary I/O failure.
+@Suite("An archive truncated while hcpack reads it")
+struct TruncatedArchiveTests {
+    /// Starts hcpack on a 160 MiB stored zip, waits until /proc shows the archive mapped, truncates it, and
+    /// returns the exit status with stderr.
+    private func runTruncating(_ arguments: [String], archive: String, in folder: TemporaryFolder) -> String {
+        python(
+            """
+            import os, subprocess, time, zipfile
+            archive = '\(archive)'
+            command = [\(arguments.map { "'\($0)'" }.joined(separator: ", "))]
+            with zipfile.ZipFile(archive, 'w', zipfile.ZIP_STORED) as z:
+                z.writestr('ContentInfo.plist', '<?xml version="1.0"?><plist version="1.0"><dict><key>IAPProductIdentifier</key><string>com.example.t</string><key>ContentVersion</key><string>1</string><key>Files</key><array><string>big.bin</string></array></dict></plist>')
+                z.writestr('Contents/big.bin', os.urandom(160 << 20))
+            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            mapped = os.path.realpath(archive)
+            while child.poll() is None:
+                if mapped in open(f'/proc/{child.pid}/maps').read():
+                    break
+            os.truncate(archive, 4096)
+            _, err = child.communicate()
+            print(child.returncode, err.decode().strip())
+            """, in: folder.path
+        ).output
+    }
+
+    @Test("verify: exit 3 with a message that says the archive was truncated, not a crash")
+    func verify() {
+        let folder = TemporaryFolder()
+        let archive = folder.url("big.zip")
+        let output = runTruncating([hcpackBinary(), "verify", archive], archive: archive, in: folder)
+        #expect(output.hasPrefix("3 hcpack: error: an archive was truncated while hcpack was reading it"), "\(output)")
+    }
+
+    @Test("install: exit 3, DEST holds nothing but hcpack's own folder, and the next install tidies its staging")
+    func install() throws {
+        let folder = TemporaryFolder()
+        let archive = folder.url("big.zip")
+        let dest = folder.url("dest")
+        try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
+        let output = runTruncating([hcpackBinary(), "install", archive, "--dest", dest], archive: archive, in: folder)
+        #expect(output.hasPrefix("3 hcpack: error: an archive was truncated"), "\(output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dest) == [".hcpack"])
+        // The killed run's staging folder goes with the next install (here refused: the archive is damaged).
+        let rerun = run(hcpackBinary(), ["install", archive, "--dest", dest], in: folder.path)
+        #expect(rerun.status != 0)
+        let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack")) ?? []
+        #expect(!leftovers.contains { $0.hasPrefix("staging-") }, "\(leftovers)")
+    }
+}
