@@ -1,6 +1,6 @@
 import PropertyList
 
-/// libFuzzer entry: XML property lists through `PropertyList.decode` (libxml2 + our tree walk).
+/// libFuzzer entry: XML property lists through `PropertyList.decode` (libxml2's SAX2 parser + our value builder).
 ///
 /// Inputs that start with `bplist00` belong to the binary target and are rejected (-1: not added to the corpus).
 /// Anything that decodes must round-trip through `encodeXML` (see `checkXMLRoundTrip`).
