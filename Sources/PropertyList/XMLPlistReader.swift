@@ -529,6 +529,8 @@ struct XMLPlistReader {
 
     /// Decimal or `0x` hexadecimal, with an optional sign and surrounding blanks; nil on overflow or junk.
     static func parseInteger(_ text: String) -> Int64? {
+        // Plain decimal (every size in HCPackIntegrity) needs neither trimming nor Foundation.
+        if let value = Int64(text) { return value }
         var digits = Substring(text.trimmingCharacters(in: .whitespacesAndNewlines))
         var negative = false
         if let sign = digits.first, sign == "-" || sign == "+" {
