@@ -1,6 +1,7 @@
 import Digest
 import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -329,26 +330,35 @@ enum FileSystemSync {
         guard function(directory.descriptor) == 0 else { throw HCPackError.system("syncfs", path: directory.path, errno: errno) }
     }
 
-    /// `syncfs` running on its own thread; `wait()` returns (or throws) its outcome.
+    /// `syncfs` on its own thread. With `whileWriting`, it runs again and again until `finish()` (so the disk
+    /// works while files are still being written, instead of all at once at the end), then once more;
+    /// `wait()` returns after that last one and throws the first failure.
     final class Background: @unchecked Sendable {
-        // @unchecked: `failure` is written by the thread before it signals and read only after `wait`.
+        // @unchecked: the state is behind the mutex; the semaphores hand over the rest.
         private let done = DispatchSemaphore(value: 0)
-        private var failure: Int32 = 0
+        private let wake = DispatchSemaphore(value: 0)
+        private let state = Mutex<(finishing: Bool, failure: Int32)>((false, 0))
         private let path: String
         private var waited = false
 
         /// Starts syncing the file system of `directory` (through a duplicate descriptor the thread owns).
-        init(_ directory: DirectoryHandle) {
+        init(_ directory: DirectoryHandle, whileWriting: Bool) {
             path = directory.path
             let descriptor = dup(directory.descriptor)
             guard descriptor >= 0, let function = FileSystemSync.function else {
-                failure = descriptor >= 0 ? 0 : errno
+                let failure = descriptor >= 0 ? 0 : errno
+                state.withLock { $0.failure = failure }
                 if descriptor >= 0 { close(descriptor) }
                 done.signal()
                 return
             }
+            if !whileWriting { state.withLock { $0.finishing = true } }
             let thread = Thread { [self] in
-                if function(descriptor) != 0 { failure = errno }
+                while !state.withLock({ $0.finishing }) {
+                    sync(function, descriptor)
+                    _ = wake.wait(timeout: .now() + .milliseconds(20))
+                }
+                sync(function, descriptor)
                 close(descriptor)
                 done.signal()
             }
@@ -356,13 +366,33 @@ enum FileSystemSync {
             thread.start()
         }
 
-        deinit { if !waited { done.wait() } }
+        private func sync(_ function: Function, _ descriptor: Int32) {
+            if function(descriptor) != 0 {
+                let code = errno
+                state.withLock { if $0.failure == 0 { $0.failure = code } }
+            }
+        }
+
+        deinit {
+            if !waited {
+                finish()
+                done.wait()
+            }
+        }
+
+        /// Everything is written: one last syncfs, then `wait()` returns.
+        func finish() {
+            state.withLock { $0.finishing = true }
+            wake.signal()
+        }
 
         func wait() throws(HCPackError) {
+            finish()
             if !waited {
                 done.wait()
                 waited = true
             }
+            let failure = state.withLock { $0.failure }
             if failure != 0 { throw HCPackError.system("syncfs", path: path, errno: failure) }
         }
     }

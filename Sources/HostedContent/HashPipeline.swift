@@ -240,8 +240,8 @@ private struct AdoptedFiles {
                 failure = HCPackError.system("chmod", path: file.path, errno: errno)
             } else if !FileSystemSync.isAvailable, fsync(descriptor) != 0 {
                 failure = HCPackError.system("fsync", path: file.path, errno: errno)
-            } else if file.written - file.writebackStarted >= 1 << 20 {
-                // Large tails only: one writeback request per small file costs more than the final syncfs.
+            } else if file.written - file.writebackStarted >= 128 << 10 {
+                // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
                 FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
             }
         }

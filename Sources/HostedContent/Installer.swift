@@ -205,6 +205,7 @@ private final class InstallSession {
             // With --force a changed file may need the package's bytes after all: stage everything then.
             staging.inPlaceNames = { [unowned self] plistName, bytes in self.namesInPlace(plistName: plistName, plist: bytes) }
         }
+        staging.startFlushing()
         let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
         staging.startSynchronizing()
         let report = Self.installReport(Verifier.check(snapshot, options: options.verify))
