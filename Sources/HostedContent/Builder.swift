@@ -23,8 +23,9 @@ public struct BuildPlan: Sendable {
         /// Path in the built package ("Contents/a/b.json").
         var path: String
         var kind: EntryKind
-        /// Absolute path in the source (files only).
-        var sourcePath: String
+        /// Path relative to the source folder ("" for the folder itself): the source's own string, where a full
+        /// path per file was 100 bytes a file.
+        var sourceRelative: String
         var size: Int64
         var sha256: [UInt8]
         /// The source file's stamp when it was hashed (files only).
@@ -154,18 +155,18 @@ public enum Builder {
                 if entry.kind == .directory { excludedFolders.insert(ExactPath(entry.path)) }
                 continue
             }
-            let sourcePath = source + "/" + entry.path
+            let sourceRelative = entry.path
             entry.path = packagePath
             switch entry.kind {
             case .file:
                 entry.permissions = 0o644
                 items.append(
                     BuildPlan.Item(
-                        path: packagePath, kind: .file, sourcePath: sourcePath, size: entry.size, sha256: entry.sha256 ?? [],
+                        path: packagePath, kind: .file, sourceRelative: sourceRelative, size: entry.size, sha256: entry.sha256 ?? [],
                         stamp: entry.stamp))
             case .directory:
                 entry.permissions = 0o755
-                items.append(BuildPlan.Item(path: packagePath, kind: .directory, sourcePath: sourcePath, size: 0, sha256: []))
+                items.append(BuildPlan.Item(path: packagePath, kind: .directory, sourceRelative: sourceRelative, size: 0, sha256: []))
             case .symlink:
                 excluded.append(ExcludedEntry(path: packagePath, reason: .symlink))
             default:
@@ -175,7 +176,7 @@ public enum Builder {
         }
         if sourceKind == .plainFolder {
             entries.insert(PackageEntry(path: Verifier.contentsFolder, kind: .directory, permissions: 0o755), at: 0)
-            items.append(BuildPlan.Item(path: Verifier.contentsFolder, kind: .directory, sourcePath: source, size: 0, sha256: []))
+            items.append(BuildPlan.Item(path: Verifier.contentsFolder, kind: .directory, sourceRelative: "", size: 0, sha256: []))
         }
         items.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
 
@@ -197,9 +198,12 @@ public enum Builder {
             }
             var records: [String: FileRecord] = [:]
             // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
-            let byPath = Dictionary(items.map { (ExactPath($0.path), $0) }, uniquingKeysWith: { first, _ in first })
+            var byPath: [ExactPath: Int] = [:]
+            byPath.reserveCapacity(items.count)
+            for (index, item) in items.enumerated() where byPath[ExactPath(item.path)] == nil { byPath[ExactPath(item.path)] = index }
             for path in info.files ?? [] {
-                guard let item = byPath[ExactPath(Verifier.contentsPrefix + path)], item.kind == .file else { continue }
+                guard let index = byPath[ExactPath(Verifier.contentsPrefix + path)], items[index].kind == .file else { continue }
+                let item = items[index]
                 records[path] = FileRecord(size: item.size, sha256: item.sha256.hexString)
             }
             info.integrity = records
@@ -337,7 +341,7 @@ public enum Builder {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
             } else {
-                try copy(item, into: sink, compression: options.compression, tracker: &tracker)
+                try copy(item, from: plan.source, into: sink, compression: options.compression, tracker: &tracker)
             }
         }
         try sink.finish()
@@ -364,13 +368,15 @@ public enum Builder {
     /// hashed, rather than hashing a second time: any write changes the change time, and a second SHA-256
     /// pass was a third of the build's CPU.
     private static func copy(
-        _ item: BuildPlan.Item, into sink: PackageSink, compression: CompressionPolicy, tracker: inout ProgressTracker
+        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, compression: CompressionPolicy,
+        tracker: inout ProgressTracker
     ) throws(HCPackError) {
-        let file = try OpenFile(reading: item.sourcePath)
+        let sourcePath = item.sourceRelative.isEmpty ? source : source + "/" + item.sourceRelative
+        let file = try OpenFile(reading: sourcePath)
         let changed = HCPackError(
             .io,
-            "\(item.sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
-            path: item.sourcePath)
+            "\(sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
+            path: sourcePath)
         guard let stamp = item.stamp, try file.stamp() == stamp else { throw changed }
         var written: Int64 = 0
         var begun = false

@@ -50,7 +50,9 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     }
 
     /// Pretty, key-sorted JSON followed by a newline.
-    public func encoded() -> [UInt8] { JSONCoding.encode(self) }
+    public func encoded() -> [UInt8] {
+        JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files)
+    }
 
     /// Parses a receipt; nil when the bytes are not one (a damaged receipt is treated as absent).
     public static func decode(_ bytes: [UInt8]) -> InstallReceipt? {
@@ -86,7 +88,9 @@ public struct InstallJournal: Sendable, Equatable, Codable {
     }
 
     /// Pretty, key-sorted JSON followed by a newline.
-    public func encoded() -> [UInt8] { JSONCoding.encode(self) }
+    public func encoded() -> [UInt8] {
+        JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files)
+    }
 
     /// Parses a journal; nil when the bytes are not one.
     public static func decode(_ bytes: [UInt8]) -> InstallJournal? {
@@ -97,12 +101,56 @@ public struct InstallJournal: Sendable, Equatable, Codable {
     }
 }
 
+/// Writes receipts and journals.
+///
+/// The bytes are exactly those of `JSONEncoder` with `[.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]`
+/// (what earlier versions wrote), produced straight into one buffer: JSONEncoder's intermediate tree took
+/// 900 bytes a file, 23 MB for 26,000 files, while the output is about 180 bytes a file.
 enum JSONCoding {
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        // Encoding plain strings and integers cannot fail; an empty object is the harmless fallback.
-        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
-        return Array(data) + [0x0a]
+    static func encode(format: Int, productIdentifier: String, version: String, files: [InstalledFile]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
+            $0 + 96 + $1.path.utf8.count + $1.sha256.utf8.count
+        })
+        out.append(contentsOf: "{\n  \"files\" : [\n".utf8)
+        if files.isEmpty { out.append(0x0a) }
+        for (index, file) in files.enumerated() {
+            out.append(contentsOf: "    {\n      \"path\" : ".utf8)
+            appendString(file.path, to: &out)
+            out.append(contentsOf: ",\n      \"sha256\" : ".utf8)
+            appendString(file.sha256, to: &out)
+            out.append(contentsOf: ",\n      \"size\" : ".utf8)
+            out.append(contentsOf: String(file.size).utf8)
+            out.append(contentsOf: index == files.count - 1 ? "\n    }\n".utf8 : "\n    },\n".utf8)
+        }
+        out.append(contentsOf: "  ],\n  \"format\" : ".utf8)
+        out.append(contentsOf: String(format).utf8)
+        out.append(contentsOf: ",\n  \"productIdentifier\" : ".utf8)
+        appendString(productIdentifier, to: &out)
+        out.append(contentsOf: ",\n  \"version\" : ".utf8)
+        appendString(version, to: &out)
+        out.append(contentsOf: "\n}\n".utf8)
+        return out
+    }
+
+    /// A JSON string literal as JSONEncoder writes it: `"` and `\` escaped, control characters as `\b \t \n
+    /// \f \r` or `\u00xx`, everything else (`/`, DEL, non-ASCII) as its UTF-8 bytes.
+    static func appendString(_ text: String, to out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x0a: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0c: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x0d: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0..<0x20:
+                out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+            default: out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }

@@ -141,7 +141,8 @@ private final class InstallSession {
     var staging: StagingArea?
     /// Set once the journal is on disk: from then on DEST may change, and a failure keeps the journal.
     var committed = false
-    /// The Contents/-relative name each file to install has in the archive (and so in staging).
+    /// The Contents/-relative name each file to install has in the archive (and so in staging), where it is
+    /// not spelled exactly as in Files.
     var stagedNames: [ExactPath: String] = [:]
 
     init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
@@ -278,13 +279,15 @@ private final class InstallSession {
 
     /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity).
     func filesToInstall(_ report: VerificationReport, info: ContentInfo, archive: String) throws(HCPackError) -> [InstalledFile] {
-        var byPath: [String: PackageEntry] = [:]
-        for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix("Contents/") {
-            byPath[String(entry.path.dropFirst("Contents/".count))] = entry
+        // Positions in the snapshot, by name under Contents/ (substrings: no copy of each name).
+        let entries = report.snapshot.entries
+        var byPath: [Substring: Int] = [:]
+        for (index, entry) in entries.enumerated() where entry.kind == .file && entry.path.hasPrefix("Contents/") {
+            byPath[entry.path.dropFirst("Contents/".count)] = index
         }
         let paths: [String]
         if options.installAll {
-            paths = byPath.keys.filter { !PackagePath.isJunk($0) }.sorted()
+            paths = byPath.keys.map(String.init).filter { !PackagePath.isJunk($0) }.sorted()
         } else if let files = info.files {
             paths = files
         } else {
@@ -301,17 +304,23 @@ private final class InstallSession {
                     "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
                     path: archive)
             }
-            guard PackagePath.unsafeArchiveNameReason(path) == nil, let entry = byPath[path], let digest = entry.sha256 else {
+            guard PackagePath.unsafeArchiveNameReason(path) == nil, let index = byPath[path[...]], let digest = entries[index].sha256
+            else {
                 // Verify reports these as errors; this only guards against a rule being relaxed later.
                 throw HCPackError(
                     .invalidPackage, "\(archive): Contents/\(path) is not a regular file in the package; run hcpack verify on it",
                     path: archive)
             }
+            let entry = entries[index]
             result.append(InstalledFile(path: path, size: entry.size, sha256: digest.hexString))
             // Files may spell a name in another Unicode normalization than the archive: stage by the archive's.
-            stagedNames[ExactPath(path)] = String(entry.path.dropFirst("Contents/".count))
+            let archiveName = entry.path.utf8.dropFirst("Contents/".utf8.count)
+            if !archiveName.elementsEqual(path.utf8) {
+                stagedNames[ExactPath(path)] = String(entry.path.dropFirst("Contents/".count))
+            }
         }
-        return result.sorted { $0.path < $1.path }
+        result.sort { $0.path < $1.path }
+        return result
     }
 
     /// Archive names of content files that DEST already holds with the bytes this plist records, as installed
@@ -570,9 +579,10 @@ private final class InstallSession {
     /// What placing changed in DEST, newest last.
     struct Undo {
         enum Step {
-            /// `name` in the folder at `parent` was renamed into place; `backup` names the file it replaced,
-            /// kept in the staging area's replaced folder.
-            case placed(parent: [Substring], name: String, backup: String?)
+            /// The file at `path` (relative to DEST) was renamed into place; `backup` names the file it
+            /// replaced, kept in the staging area's replaced folder. (The path alone, sharing the plan's
+            /// string: one step per installed file, and split parts cost 220 bytes a file.)
+            case placed(path: String, backup: String?)
             /// `name` in the folder at `parent` (a stale file) was moved to `backup` in the replaced folder.
             case removed(parent: [Substring], name: String, backup: String)
             /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
@@ -644,7 +654,7 @@ private final class InstallSession {
                 backup = name
             }
             try source.rename(String(stagedLeaf), to: target, leaf)
-            undo.steps.append(.placed(parent: parts, name: leaf, backup: backup))
+            undo.steps.append(.placed(path: file.path, backup: backup))
             result.installed.append(file.path)
             result.bytes += file.size
             progress?(
@@ -714,7 +724,9 @@ private final class InstallSession {
         let replaced = undo.steps.isEmpty ? nil : try? staging.replacedFolder()
         for step in undo.steps.reversed() {
             switch step {
-            case .placed(let parent, let name, let backup):
+            case .placed(let path, let backup):
+                var parent = path.split(separator: "/")
+                let name = parent.popLast().map(String.init) ?? path
                 guard let folder = try? destination.openDirectories(parent) else {
                     intact = false
                     continue

@@ -324,6 +324,7 @@ struct ArchiveCollector {
             var plist: [UInt8] = []
             var plistTooBig = false
             let limit = plistLimit
+            if isPlist, let declared = header.declaredSize, declared > 0, declared <= limit { plist.reserveCapacity(Int(declared)) }
             // A second entry with this name is never staged: the first one's data would be overwritten.
             let writer = indexByPath[ExactPath(name)] == nil ? try staging?.beginFile(name, through: hashes) : nil
             let count = try reader.readData { chunk in

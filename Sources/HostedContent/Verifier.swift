@@ -64,9 +64,12 @@ public enum Verifier {
             }
         }
         let snapshot = try PackageScanner.scan(path, limits: options.limits, hashFolderFiles: hashPolicy)
-        var checker = RuleChecker(snapshot: snapshot, options: options)
         // The walk read the plist again; when it is unchanged, reuse the parse (tens of MB for big packages).
-        if let parsed, parsed.bytes == snapshot.contentInfoBytes { checker.parsedPlist = parsed.value }
+        let reusable = parsed.flatMap { $0.bytes == snapshot.contentInfoBytes ? $0.value : nil }
+        parsed = nil  // the first copy of the bytes, as big as the plist
+        hashPolicy = { _ in false }  // and the set of recorded paths
+        var checker = RuleChecker(snapshot: snapshot, options: options)
+        checker.parsedPlist = reusable
         return report(of: &checker)
     }
 
@@ -99,7 +102,8 @@ private struct RuleChecker {
     var listed: [String] = []
     var contentFileCount = 0
     var contentBytes: Int64 = 0
-    var entryByPath: [ExactPath: PackageEntry] = [:]
+    /// Position of each entry in `snapshot.entries` (the last one, should a name repeat).
+    var indexByPath: [ExactPath: Int] = [:]
     /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
     var impliedFolders: Set<ExactPath> = []
     /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
@@ -111,8 +115,9 @@ private struct RuleChecker {
     init(snapshot: PackageSnapshot, options: VerifyOptions) {
         self.snapshot = snapshot
         self.options = options
-        for entry in snapshot.entries {
-            entryByPath[ExactPath(entry.path)] = entry
+        indexByPath.reserveCapacity(snapshot.entries.count)
+        for (index, entry) in snapshot.entries.enumerated() {
+            indexByPath[ExactPath(entry.path)] = index
             if entry.kind == .symlink { hasSymlinks = true }
             var parent = Substring(entry.path)
             while let slash = parent.lastIndex(of: "/") {
@@ -133,21 +138,27 @@ private struct RuleChecker {
         if let budget = options.budget { problems.append(contentsOf: budget.check(snapshot)) }
     }
 
+    /// The entry named exactly `key`, if any.
+    func entry(_ key: ExactPath) -> PackageEntry? {
+        indexByPath[key].map { snapshot.entries[$0] }
+    }
+
     func isFolder(_ path: String) -> Bool {
         let key = ExactPath(path)
-        return entryByPath[key]?.kind == .directory || (entryByPath[key] == nil && impliedFolders.contains(key))
+        guard let found = entry(key) else { return impliedFolders.contains(key) }
+        return found.kind == .directory
     }
 
     // MARK: Structure
 
     mutating func checkStructure() {
-        let plist = entryByPath[ExactPath(ContentInfo.fileName)]
+        let plist = entry(ExactPath(ContentInfo.fileName))
         if let plist, plist.kind != .file {
             problems.add(.plistNotFile, path: ContentInfo.fileName, "ContentInfo.plist is a \(plist.kind.noun); it must be a regular file")
         } else if plist == nil && snapshot.isComplete && !snapshot.scanProblems.rules.contains(.multipleRoots) {
             problems.add(.missingPlist, path: ContentInfo.fileName, "no ContentInfo.plist at the package root; create one (hcpack init) next to Contents/")
         }
-        if let contents = entryByPath[ExactPath(Verifier.contentsFolder)], contents.kind != .directory {
+        if let contents = entry(ExactPath(Verifier.contentsFolder)), contents.kind != .directory {
             problems.add(.contentsNotFolder, path: Verifier.contentsFolder, "Contents is a \(contents.kind.noun); it must be a folder")
         } else if !isFolder(Verifier.contentsFolder) && snapshot.isComplete {
             problems.add(.missingContents, path: Verifier.contentsPrefix, "no Contents/ folder at the package root; put the content files in Contents/")
@@ -259,7 +270,7 @@ private struct RuleChecker {
             }
             guard syntax.isEmpty else { continue }
             let full = Verifier.contentsPrefix + path
-            if let entry = entryByPath[ExactPath(full)] {
+            if let entry = self.entry(ExactPath(full)) {
                 if entry.kind != .file {
                     problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
                 }
@@ -338,7 +349,7 @@ private struct RuleChecker {
                 }
             case .hardlink:
                 let target = entry.linkTarget ?? "/"
-                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || entryByPath[ExactPath(target)] == nil {
+                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || indexByPath[ExactPath(target)] == nil {
                     problems.add(.hardlinkEscapes, path: path, "hard link to '\(target)', which is not an entry of this package; store the file itself")
                 } else {
                     problems.add(.hardlink, path: path, "hard link to '\(target)'; store the file itself so every extractor gets a regular file")
@@ -368,7 +379,7 @@ private struct RuleChecker {
         var end = path.startIndex
         while let slash = path[end...].firstIndex(of: "/") {
             let prefix = path[..<slash]
-            if entryByPath[ExactPath(prefix)]?.kind == .symlink { return String(prefix) }
+            if entry(ExactPath(prefix))?.kind == .symlink { return String(prefix) }
             end = path.index(after: slash)
         }
         return nil
@@ -395,7 +406,7 @@ private struct RuleChecker {
         let listedSet = Set(listed)
         for path in listed {
             let full = Verifier.contentsPrefix + path
-            guard let entry = entryByPath[ExactPath(full)], entry.kind == .file else { continue }
+            guard let entry = self.entry(ExactPath(full)), entry.kind == .file else { continue }
             guard let record = records[path] else {
                 problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
                 continue

@@ -1,9 +1,24 @@
 /// Writes Apple's XML property list layout: declaration, DOCTYPE, `<plist version="1.0">`, tab indentation.
+///
+/// Two passes over the value: the first counts the bytes, the second writes them into a buffer of exactly
+/// that size. (Grown by doubling, the buffer for an 8 MB plist peaked at 24 MB while it was copied.)
 struct XMLPlistWriter {
     /// The UTF-8 output so far.
     private(set) var bytes: [UInt8] = []
+    /// True during the counting pass: `append` adds to `count` instead of `bytes`.
+    private var counting = false
+    private var count = 0
 
     mutating func writeDocument(_ value: PlistValue) {
+        counting = true
+        count = 0
+        writeWhole(value)
+        counting = false
+        bytes.reserveCapacity(bytes.count + count)
+        writeWhole(value)
+    }
+
+    private mutating func writeWhole(_ value: PlistValue) {
         append("""
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -15,38 +30,69 @@ struct XMLPlistWriter {
     }
 
     private mutating func write(_ value: PlistValue, indent: Int) {
-        let tabs = String(repeating: "\t", count: indent)
+        appendTabs(indent)
         switch value {
         case .string(let string):
-            append("\(tabs)<string>\(Self.escape(string))</string>\n")
+            append("<string>")
+            appendEscaped(string)
+            append("</string>\n")
         case .integer(let integer):
-            append("\(tabs)<integer>\(integer)</integer>\n")
+            append("<integer>")
+            append(String(integer))
+            append("</integer>\n")
         case .real(let real):
-            append("\(tabs)<real>\(Self.format(real))</real>\n")
+            append("<real>")
+            append(Self.format(real))
+            append("</real>\n")
         case .boolean(let flag):
-            append(flag ? "\(tabs)<true/>\n" : "\(tabs)<false/>\n")
+            append(flag ? "<true/>\n" : "<false/>\n")
         case .date(let date):
-            append("\(tabs)<date>\(PlistDate.format(date))</date>\n")
+            append("<date>")
+            append(PlistDate.format(date))
+            append("</date>\n")
         case .data(let data):
-            append("\(tabs)<data>\(Base64.encode(data))</data>\n")
+            append("<data>")
+            append(Base64.encode(data))
+            append("</data>\n")
         case .array(let values):
-            guard !values.isEmpty else { return append("\(tabs)<array/>\n") }
-            append("\(tabs)<array>\n")
+            guard !values.isEmpty else { return append("<array/>\n") }
+            append("<array>\n")
             for element in values { write(element, indent: indent + 1) }
-            append("\(tabs)</array>\n")
+            appendTabs(indent)
+            append("</array>\n")
         case .dictionary(let dictionary):
-            guard !dictionary.entries.isEmpty else { return append("\(tabs)<dict/>\n") }
-            append("\(tabs)<dict>\n")
+            guard !dictionary.entries.isEmpty else { return append("<dict/>\n") }
+            append("<dict>\n")
             for entry in dictionary.entries {
-                append("\(tabs)\t<key>\(Self.escape(entry.key))</key>\n")
+                appendTabs(indent + 1)
+                append("<key>")
+                appendEscaped(entry.key)
+                append("</key>\n")
                 write(entry.value, indent: indent + 1)
             }
-            append("\(tabs)</dict>\n")
+            appendTabs(indent)
+            append("</dict>\n")
         }
     }
 
     private mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        if counting {
+            count += text.utf8.count
+        } else {
+            bytes.append(contentsOf: text.utf8)
+        }
+    }
+
+    private mutating func appendTabs(_ indent: Int) {
+        if counting {
+            count += indent
+        } else {
+            for _ in 0..<indent { bytes.append(0x09) }
+        }
+    }
+
+    private mutating func appendEscaped(_ text: String) {
+        append(Self.escape(text))
     }
 
     /// Escapes markup characters; CR becomes `&#13;` because XML parsers turn a raw CR (or CRLF) into LF.
