@@ -33,11 +33,19 @@ public enum PackageScanner {
     public static func scan(
         _ path: String, limits: ReadLimits = ReadLimits(), hashFolderFiles: (String) -> Bool = { _ in false }
     ) throws(HCPackError) -> PackageSnapshot {
+        try scan(path, limits: limits, knownPlist: nil, hashFolderFiles: hashFolderFiles)
+    }
+
+    /// `scan`, where a folder's ContentInfo.plist that reads as `knownPlist` shares its storage (one copy of
+    /// the bytes, not two).
+    static func scan(
+        _ path: String, limits: ReadLimits, knownPlist: [UInt8]?, hashFolderFiles: (String) -> Bool
+    ) throws(HCPackError) -> PackageSnapshot {
         guard let status = try FileSystem.status(path) else {
             throw HCPackError(.notFound, "\(path): no such file or folder; check the path", path: path)
         }
         if status.kind == .directory {
-            return try scanFolder(path, limits: limits, hashFiles: hashFolderFiles)
+            return try scanFolder(path, limits: limits, knownPlist: knownPlist, hashFiles: hashFolderFiles)
         }
         return try scanArchive(path, limits: limits)
     }
@@ -47,6 +55,12 @@ public enum PackageScanner {
     /// Walks a package folder with `lstat` (symlinks are reported, never followed).
     public static func scanFolder(
         _ root: String, limits: ReadLimits = ReadLimits(), hashFiles: (String) -> Bool = { _ in false }
+    ) throws(HCPackError) -> PackageSnapshot {
+        try scanFolder(root, limits: limits, knownPlist: nil, hashFiles: hashFiles)
+    }
+
+    static func scanFolder(
+        _ root: String, limits: ReadLimits, knownPlist: [UInt8]?, hashFiles: (String) -> Bool
     ) throws(HCPackError) -> PackageSnapshot {
         var entries: [PackageEntry] = []
         var problems = ProblemList()
@@ -79,8 +93,9 @@ public enum PackageScanner {
                 case .file:
                     if path == ContentInfo.fileName {
                         plistBytes = try readPlist(full, limit: limits.plist.maxBytes, problems: &problems)
+                        if let knownPlist, plistBytes == knownPlist { plistBytes = knownPlist }
                     }
-                    pending.append(PendingFile(index: entries.count, path: full, hash: hashFiles(path)))
+                    pending.append(PendingFile(index: entries.count, path: path, hash: hashFiles(path)))
                 default:
                     break
                 }
@@ -89,7 +104,7 @@ public enum PackageScanner {
             }
         }
         try walk("", depth: 0)
-        for (file, result) in zip(pending, try readAll(pending)) {
+        for (file, result) in zip(pending, try readAll(pending, root: root)) {
             entries[file.index].executable = result.executable
             if let digest = result.sha256 {
                 entries[file.index].sha256 = digest
@@ -112,6 +127,7 @@ public enum PackageScanner {
     /// A regular file found by the walk, still to be read.
     struct PendingFile: Sendable {
         var index: Int
+        /// Relative to the root (the entry's own string: a full path per file was 100 bytes a file).
         var path: String
         var hash: Bool
     }
@@ -126,7 +142,7 @@ public enum PackageScanner {
 
     /// Reads the files on every core: hashing is CPU-bound (SHA-256 runs at about 1 GB/s a core), so a
     /// second core nearly halves a build's or verify's first pass. Memory: one 1 MiB buffer per worker.
-    static func readAll(_ files: [PendingFile]) throws(HCPackError) -> [FileFacts] {
+    static func readAll(_ files: [PendingFile], root: String) throws(HCPackError) -> [FileFacts] {
         let slots = ResultSlots<FileFacts>(count: files.count)
         let next = Mutex(0)
         let workers = min(files.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
@@ -138,7 +154,8 @@ public enum PackageScanner {
                 }
                 guard index < files.count, !slots.failed else { return }
                 do throws(HCPackError) {
-                    slots.store(.success(try sniffAndHash(files[index].path, hash: files[index].hash)), at: index)
+                    let path = root + "/" + files[index].path
+                    slots.store(.success(try sniffAndHash(path, hash: files[index].hash)), at: index)
                 } catch {
                     slots.store(.failure(error), at: index)
                 }

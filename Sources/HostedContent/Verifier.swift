@@ -58,15 +58,21 @@ public enum Verifier {
                 if case .dictionary(let dictionary) = value,
                     let records = try? ContentInfo(dictionary: dictionary).parseIntegrity()
                 {
-                    let recorded = Set(records.keys.map { contentsPrefix + $0 })
-                    hashPolicy = { recorded.contains($0) }
+                    // The plist's own strings; each path is matched without its "Contents/" prefix.
+                    let recorded = Set(records.keys)
+                    let prefix = Array(contentsPrefix.utf8)
+                    hashPolicy = { path in
+                        path.utf8.starts(with: prefix)
+                            && recorded.contains(String(decoding: path.utf8.dropFirst(prefix.count), as: UTF8.self))
+                    }
                 }
             }
         }
-        let snapshot = try PackageScanner.scan(path, limits: options.limits, hashFolderFiles: hashPolicy)
+        let snapshot = try PackageScanner.scan(
+            path, limits: options.limits, knownPlist: parsed?.bytes, hashFolderFiles: hashPolicy)
         // The walk read the plist again; when it is unchanged, reuse the parse (tens of MB for big packages).
         let reusable = parsed.flatMap { $0.bytes == snapshot.contentInfoBytes ? $0.value : nil }
-        parsed = nil  // the first copy of the bytes, as big as the plist
+        parsed = nil  // a stale copy of the bytes, should the plist have changed since
         hashPolicy = { _ in false }  // and the set of recorded paths
         var checker = RuleChecker(snapshot: snapshot, options: options)
         checker.parsedPlist = reusable

@@ -170,4 +170,13 @@ struct XMLPlistStreamingTests {
         #expect(records.entries.count == count)
         #expect(records["data/level-5/chapter-3/entry & 12095.json"] != nil)
     }
+
+    @Test("a document over 10 MB, libxml2's lookup limit for input read through a callback, is read whole")
+    func overTenMegabytes() throws {
+        let strings = (0..<300_000).map { PlistValue.string("entry-\($0)-" + String(repeating: "x", count: 30)) }
+        let value: PlistValue = .dictionary(PlistDictionary([.init(key: "Junk", value: .array(strings))]))
+        let bytes = PropertyList.encodeXML(value)
+        #expect(bytes.count > 12 << 20)
+        #expect(try PropertyList.decode(bytes, limits: PlistLimits(maxBytes: 64 << 20)).value == value)
+    }
 }
