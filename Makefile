@@ -3,8 +3,8 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 BUILD_FLAGS ?= -c release
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives, and to check the
-# generated man page (groff-base) and completions (zsh, fish).
-DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish
+# generated man page (groff-base) and completions (zsh, fish); GNU time for make bench.
+DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
 .PHONY: all deps build demo test install-check bench fuzz install uninstall clean

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """hcpack against zip, unzip, bsdtar and sha256sum, side by side on one corpus.
 
-Each pair runs alternately, REPS times; the table shows median wall seconds and peak RSS (from wait4, the
-same number /usr/bin/time -v reports) and the ratio hcpack / baseline.
+Each pair runs alternately, REPS times; the table shows median wall seconds, peak RSS (GNU time's %M, what
+/usr/bin/time -v reports as "Maximum resident set size") and the ratio hcpack / baseline.
 """
 import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HCPACK = os.environ.get("HCPACK", "hcpack")
@@ -43,16 +44,20 @@ def timed(command, cwd=None, before=None, inputs=()):
         command = [a.replace("{dir}", folder) for a in command]
     warm(inputs)
     os.sync()
-    start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
+    # GNU time reports the command's own peak RSS: a child forked from Python would start with Python's.
+    with tempfile.NamedTemporaryFile("r") as report:
+        start = time.perf_counter()
+        process = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", report.name] + command, cwd=cwd,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        _, status, _ = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        report_text = report.read().strip()
     stderr = process.stderr.read().decode(errors="replace")
     process.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"command failed ({code}): {' '.join(command)}\n{stderr}")
-    return wall, usage.ru_maxrss
+    return wall, int(report_text.splitlines()[-1])
 
 
 def fresh(path):
@@ -169,7 +174,24 @@ def main():
     for label, ((c1, w1, r1), (c2, w2, r2)), ratio in rows:
         print(f"| {label} | `{c1}` | {w1:.2f} | {r1 / 1024:.1f} | `{c2}` | {w2:.2f} | {r2 / 1024:.1f} | {ratio:.2f} |")
     print()
-    print(f"archive sizes: hcpack {sizes[0]} bytes, zip {sizes[1]} bytes ({(sizes[0] / sizes[1] - 1) * 100:+.2f}%)")
+    growth = sizes[0] / sizes[1] - 1
+    print(f"archive sizes: hcpack {sizes[0]} bytes, zip {sizes[1]} bytes ({growth * 100:+.2f}%)")
+    print()
+    # The targets of issue 5, in row order; every hcpack command's peak RSS under 64 MiB.
+    ratios = [ratio for _, _, ratio in rows]
+    peak = max(r1 for _, ((_, _, r1), _), _ in rows) / 1024
+    targets = [
+        ("build (auto) <= 0.35 x zip -qr, archive <= +2%", f"{ratios[0]:.2f}, {growth * 100:+.2f}%", ratios[0] <= 0.35 and growth <= 0.02),
+        ("build (store) <= 0.8 x zip -qr -0", f"{ratios[1]:.2f}", ratios[1] <= 0.8),
+        ("verify <= 0.3 x sha256sum", f"{ratios[2]:.2f}", ratios[2] <= 0.3),
+        ("install <= 0.7 x unzip -q", f"{ratios[3]:.2f}", ratios[3] <= 0.7),
+        ("install <= 1.3 x bsdtar -xf", f"{ratios[4]:.2f}", ratios[4] <= 1.3),
+        ("peak RSS of every hcpack command < 64 MiB", f"{peak:.1f} MiB", peak < 64),
+    ]
+    print("| target | measured | met |")
+    print("| --- | ---: | --- |")
+    for target, measured, met in targets:
+        print(f"| {target} | {measured} | {'yes' if met else 'no'} |")
 
 
 if __name__ == "__main__":
