@@ -473,7 +473,9 @@ private final class MappedInput {
     private let size: Int64
     private var position: Int64 = 0
     private var window: (base: UnsafeMutableRawPointer, length: Int)?
-    private static let windowBytes: Int64 = 8 << 20
+    /// Mapped pages count in the process's RSS: small windows keep it low, and 128 mmap calls for 256 MB
+    /// cost nothing measurable.
+    private static let windowBytes: Int64 = 2 << 20
     private static let pageMask = Int64(sysconf(Int32(_SC_PAGESIZE)) - 1)
 
     init(descriptor: Int32, size: Int64) {

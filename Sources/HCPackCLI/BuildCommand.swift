@@ -25,6 +25,7 @@ struct BuildCommand: Command {
             OptionSpec(
                 "source-date-epoch", value: "N",
                 help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            VerifyOptions.maxSizeOption,
             OptionSpec("force", help: "Replace an existing OUTPUT."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
@@ -71,6 +72,7 @@ struct BuildCommand: Command {
             options.sourceDateEpoch = epoch
         }
         options.force = arguments.flag("force")
+        try options.verify.applyMaxSize(arguments, command: name)
         self.options = options
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")

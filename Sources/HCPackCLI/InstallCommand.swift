@@ -13,6 +13,7 @@ struct InstallCommand: Command {
             OptionSpec("expect-version", value: "V", help: "Refuse a package with another ContentVersion."),
             OptionSpec("force", help: "Allow a downgrade; overwrite files in DIR that hcpack did not install."),
             OptionSpec("wait", help: "Wait for another install into DIR to finish instead of failing."),
+            VerifyOptions.maxSizeOption,
             OptionSpec("max-bytes", value: "N", help: "Most uncompressed bytes read from the archive (default 17179869184)."),
             OptionSpec("max-entries", value: "N", help: "Most entries in the archive (default 1000000)."),
             OptionSpec("max-ratio", value: "R", help: "Largest compression ratio, past the first 16 MiB (default 200)."),
@@ -67,6 +68,7 @@ struct InstallCommand: Command {
             limits.maxCompressionRatio = ratio
         }
         options.verify.limits.archive = limits
+        try options.verify.applyMaxSize(arguments, command: Self.spec.name)
         self.options = options
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")

@@ -8,7 +8,7 @@ struct VerifyCommand: Command {
         arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
         options: [
             OptionSpec("strict", help: "Fail on warnings too."),
-            OptionSpec("max-size", value: "BYTES", help: "Largest total content size (default 2000000000)."),
+            VerifyOptions.maxSizeOption,
             OptionSpec("budget", value: "FILE", help: "JSON size budget: maxTotalBytes, maxFileBytes, maxFiles (docs/budgets.md)."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing; only the exit code tells."),
@@ -31,10 +31,7 @@ struct VerifyCommand: Command {
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")
         var options = VerifyOptions()
-        if let maxSize = try arguments.integer("max-size") {
-            guard maxSize > 0 else { throw UsageError("--max-size must be positive", command: Self.spec.name) }
-            options.maxSize = maxSize
-        }
+        try options.applyMaxSize(arguments, command: Self.spec.name)
         self.options = options
         budgetPath = arguments.value("budget").map(context.absolutePath)
     }
@@ -50,5 +47,18 @@ struct VerifyCommand: Command {
             context.out(ReportRendering.text(report, label: path, strict: strict))
         }
         return valid ? ExitCode.success : ExitCode.invalid
+    }
+}
+
+extension VerifyOptions {
+    /// `--max-size BYTES`, shared by verify, build and install: the largest total content size.
+    static let maxSizeOption = OptionSpec(
+        "max-size", value: "BYTES", help: "Largest total content size (default 2000000000).")
+
+    /// Sets `maxSize` from `--max-size` when it is given.
+    mutating func applyMaxSize(_ arguments: ParsedArguments, command: String) throws(UsageError) {
+        guard let maxSize = try arguments.integer("max-size") else { return }
+        guard maxSize > 0 else { throw UsageError("--max-size must be positive", command: command) }
+        self.maxSize = maxSize
     }
 }

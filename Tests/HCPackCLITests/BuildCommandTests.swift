@@ -84,6 +84,27 @@ struct BuildCommandTests {
         }
     }
 
+    @Test("--max-size: below the content size, build, install and verify refuse it (exit 1, nothing written); 0 is a usage error")
+    func maxSize() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        folder.makeFolder("out")
+        folder.makeFolder("dest")
+        let small = hcpack(["build", "pkg", "-o", "out/p.zip", "--max-size", "10"], in: folder.path)
+        #expect(small.status == 1, "\(small.stdout)\(small.stderr)")
+        #expect(small.stdout.contains("error: [content.too-large]"), "\(small.stdout)")
+        #expect(listing(folder.url("out")).isEmpty)
+        #expect(hcpack(["build", "pkg", "-o", "out/p.zip", "--max-size", "0"], in: folder.path).status == 2)
+        let built = hcpack(["build", "pkg", "-o", "out/p.zip", "--max-size", "100000"], in: folder.path)
+        #expect(built.status == 0, "\(built.stderr)")
+        let refused = hcpack(["install", "out/p.zip", "--dest", "dest", "--max-size", "10"], in: folder.path)
+        #expect(refused.status == 1, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stdout.contains("content.too-large"), "\(refused.stdout)")
+        #expect(listing(folder.url("dest")).isEmpty)
+        #expect(hcpack(["verify", "out/p.zip", "--max-size", "10"], in: folder.path).status == 1)
+        #expect(hcpack(["install", "out/p.zip", "--dest", "dest", "--max-size", "100000"], in: folder.path).status == 0)
+    }
+
     @Test("An existing output exits 2 and stays unchanged; --force replaces it")
     func existingOutput() {
         let folder = TemporaryFolder()
