@@ -602,24 +602,28 @@ private final class InstallSession {
     {
         let totalBytes = plan.place.reduce(Int64(0)) { $0 + $1.size }
         var touchedFolders: Set<String> = [""]
-        var destinationFolder: (path: String, handle: DirectoryHandle)?
+        // `isNew`: this install made the folder, so nothing but what it placed there can be in it.
+        var destinationFolder: (path: String, handle: DirectoryHandle, isNew: Bool)?
         var stagingFolder: (path: String, handle: DirectoryHandle)?
         for file in plan.place {
             var parts = file.path.split(separator: "/")
             guard let leaf = parts.popLast().map(String.init) else { continue }
             let folderPath = parts.joined(separator: "/")
             let target: DirectoryHandle
+            let targetIsNew: Bool
             if let destinationFolder, destinationFolder.path == folderPath {
                 target = destinationFolder.handle
+                targetIsNew = destinationFolder.isNew
             } else {
                 var current = destination
+                var created = false
                 for (index, component) in parts.enumerated() {
-                    let (next, created) = try current.makeDirectory(String(component))
+                    (current, created) = try current.makeDirectory(String(component))
                     if created { undo.createdFolders.append((Array(parts[..<index]), String(component))) }
-                    current = next
                 }
                 target = current
-                destinationFolder = (folderPath, target)
+                targetIsNew = created
+                destinationFolder = (folderPath, target, targetIsNew)
                 for index in parts.indices { touchedFolders.insert(parts[...index].joined(separator: "/")) }
             }
             let stagedName = stagedPath(package, file)
@@ -643,7 +647,7 @@ private final class InstallSession {
             // hard link is refused (a file system without them, protected_hardlinks for another user's file),
             // the file is moved aside instead: the path is then briefly absent, never partial.
             var backup: String?
-            if try target.status(leaf) != nil {
+            if !targetIsNew, try target.status(leaf) != nil {
                 let name = String(undo.steps.count)
                 let replaced = try staging.replacedFolder()
                 do throws(HCPackError) {
