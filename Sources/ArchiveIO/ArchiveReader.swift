@@ -44,8 +44,9 @@ public struct ArchiveLimits: Sendable, Equatable {
 /// libarchive picks the seekable one, which walks the central directory. Note that it still takes each
 /// entry's name from the local file header.
 ///
-/// Memory stays bounded: data is handed to the caller block by block (at most 256 KiB at a time, plus a
-/// fixed 64 KiB buffer of zeros for sparse holes). Not thread-safe: use one reader from one task at a time.
+/// Memory stays bounded: a regular file is mapped 2 MiB at a time (`MappedInput`), anything else is read in
+/// 256 KiB blocks, and data is handed to the caller block by block (plus a fixed 64 KiB buffer of zeros for
+/// sparse holes). Not thread-safe: use one reader from one task at a time.
 public final class ArchiveReader {
     /// The `struct archive *`, freed in `deinit` (`archive_read_free`).
     private let archive: OpaquePointer
@@ -73,10 +74,11 @@ public final class ArchiveReader {
     private var totalBytes: Int64 = 0
     private var firstFormatName: String?
 
-    /// Block size handed to libarchive for reads from a file.
+    /// Block size handed to libarchive for reads from a descriptor that cannot be mapped.
     private static let blockSize = 256 * 1024
 
-    /// Opens the archive at `path` (`open(2)`, then `archive_read_open_fd` on that descriptor).
+    /// Opens the archive at `path` (`open(2)`; then a regular file goes to libarchive through `MappedInput`
+    /// and `archive_read_open1`, anything else through `archive_read_open_fd`).
     ///
     /// The file is opened once by us so that a missing or unreadable file is `.io` with the exact `errno`.
     /// libarchive can seek the descriptor, so zip archives are read through their central directory.

@@ -66,17 +66,19 @@ public final class Hasher {
     }
 }
 
+/// The digits of `hexString` and `matchesHex`, made once rather than per digest.
+private let lowercaseHexDigits = Array("0123456789abcdef".utf8)
+
 extension Sequence where Element == UInt8 {
     /// Lowercase hexadecimal, two characters a byte.
     public var hexString: String {
         // Bytes first, one String at the end: appending Characters one by one was slow enough to show up
         // in verify's profile (one digest per file).
-        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(underestimatedCount * 2)
         for byte in self {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+            text.append(lowercaseHexDigits[Int(byte >> 4)])
+            text.append(lowercaseHexDigits[Int(byte & 0x0f)])
         }
         return String(decoding: text, as: UTF8.self)
     }
@@ -88,12 +90,11 @@ extension Collection where Element == UInt8 {
     public func matchesHex(_ text: String) -> Bool {
         let digits = text.utf8
         guard digits.count == count * 2 else { return false }
-        let hex = Array("0123456789abcdef".utf8)
         var position = digits.startIndex
         for byte in self {
-            guard digits[position] == hex[Int(byte >> 4)] else { return false }
+            guard digits[position] == lowercaseHexDigits[Int(byte >> 4)] else { return false }
             position = digits.index(after: position)
-            guard digits[position] == hex[Int(byte & 0x0f)] else { return false }
+            guard digits[position] == lowercaseHexDigits[Int(byte & 0x0f)] else { return false }
             position = digits.index(after: position)
         }
         return true

@@ -61,7 +61,7 @@ public struct BuildPlan: Sendable {
 /// Builds hosted content packages: validate first, then write a reproducible archive or folder atomically.
 ///
 /// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
-/// the first entry), `write` streams each file again in 1 MiB chunks, hashing it once more so a file that
+/// the first entry), `write` streams each file again in 1 MiB chunks, comparing `fstat` stamps so a file that
 /// changed in between fails the build rather than contradicting its record.
 ///
 /// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips

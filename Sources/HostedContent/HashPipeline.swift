@@ -37,8 +37,8 @@ final class HashPipeline: @unchecked Sendable {
         case stop
     }
 
-    private let slotCount = 4
-    private let slotSize = 1 << 20
+    private static let slotCount = 4
+    private static let slotSize = 1 << 20
     /// Adopted files not yet closed by the worker, at most: a process may have few descriptors (ulimit -n).
     private let openFiles = DispatchSemaphore(value: 32)
     private let slots: [UnsafeMutableRawBufferPointer]
@@ -55,8 +55,8 @@ final class HashPipeline: @unchecked Sendable {
     private var isFinished = false
 
     init() {
-        slots = (0..<slotCount).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64) }
-        freeSlots = DispatchSemaphore(value: slotCount)
+        slots = (0..<Self.slotCount).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64) }
+        freeSlots = DispatchSemaphore(value: Self.slotCount)
         let thread = Thread { [self] in work() }
         thread.name = "hcpack-sha256"
         thread.start()
@@ -90,13 +90,13 @@ final class HashPipeline: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
-            let count = min(slotSize - used, bytes.count - offset)
+            let count = min(Self.slotSize - used, bytes.count - offset)
             UnsafeMutableRawBufferPointer(rebasing: slots[slot][used..<(used + count)])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
             batch.append(.data(slot: slot, start: used, count: count, file: file))
             filling = (slot, used + count)
             offset += count
-            if used + count == slotSize { handOver() }
+            if used + count == Self.slotSize { handOver() }
         }
     }
 
@@ -133,7 +133,7 @@ final class HashPipeline: @unchecked Sendable {
     private func takeSlot() -> (slot: Int, used: Int) {
         freeSlots.wait()
         let slot = nextSlot
-        nextSlot = (nextSlot + 1) % slotCount
+        nextSlot = (nextSlot + 1) % Self.slotCount
         return (slot, 0)
     }
 

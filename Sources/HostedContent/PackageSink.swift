@@ -1,5 +1,4 @@
 import ArchiveIO
-import Digest
 
 #if canImport(Glibc)
     import Glibc

@@ -88,7 +88,7 @@ public final class StagingArea {
     func beginFile(_ name: String, through pipeline: HashPipeline) throws(HCPackError) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
         // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it.
-        if name.split(separator: "/").contains(where: { $0.utf8.count > PackagePath.maxComponentBytes }) { return nil }
+        if PackagePath.longestComponentBytes(name) > PackagePath.maxComponentBytes { return nil }
         if skippable.contains(name) {
             skipped.insert(name)
             return nil
