@@ -81,7 +81,13 @@ public enum Verifier {
 
     /// Applies the rules to a snapshot already read.
     public static func check(_ snapshot: PackageSnapshot, options: VerifyOptions = VerifyOptions()) -> VerificationReport {
+        check(snapshot, options: options, decodedPlist: nil)
+    }
+
+    /// `check`, where the caller already has `snapshot.contentInfoBytes` decoded.
+    static func check(_ snapshot: PackageSnapshot, options: VerifyOptions, decodedPlist: PlistValue?) -> VerificationReport {
         var checker = RuleChecker(snapshot: snapshot, options: options)
+        checker.parsedPlist = decodedPlist
         return report(of: &checker)
     }
 
@@ -106,10 +112,12 @@ private struct RuleChecker {
     var problems = ProblemList()
     var contentInfo: ContentInfo?
     var listed: [String] = []
+    /// Positions in `listed` by exact path, the first of each (built by `checkFilesList`).
+    var listedIndex = PositionIndex()
     var contentFileCount = 0
     var contentBytes: Int64 = 0
-    /// Position of each entry in `snapshot.entries` (the last one, should a name repeat).
-    var indexByPath: [ExactPath: Int] = [:]
+    /// Position of each entry in `snapshot.entries` by exact path (the last one, should a name repeat).
+    var indexByPath: PositionIndex
     /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
     var impliedFolders: Set<ExactPath> = []
     /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
@@ -121,9 +129,11 @@ private struct RuleChecker {
     init(snapshot: PackageSnapshot, options: VerifyOptions) {
         self.snapshot = snapshot
         self.options = options
-        indexByPath.reserveCapacity(snapshot.entries.count)
-        for (index, entry) in snapshot.entries.enumerated() {
-            indexByPath[ExactPath(entry.path)] = index
+        indexByPath = PositionIndex(expectedCount: snapshot.entries.count)
+        let entries = snapshot.entries
+        for (index, entry) in entries.enumerated() {
+            let path = entry.path
+            indexByPath.update(index, hash: PositionIndex.exactHash(path)) { entries[$0].path.utf8.elementsEqual(path.utf8) }
             if entry.kind == .symlink { hasSymlinks = true }
             var parent = Substring(entry.path)
             while let slash = parent.lastIndex(of: "/") {
@@ -144,27 +154,29 @@ private struct RuleChecker {
         if let budget = options.budget { problems.append(contentsOf: budget.check(snapshot)) }
     }
 
-    /// The entry named exactly `key`, if any.
-    func entry(_ key: ExactPath) -> PackageEntry? {
-        indexByPath[key].map { snapshot.entries[$0] }
+    /// The entry named exactly `path`, if any.
+    func entry(_ path: Substring) -> PackageEntry? {
+        let entries = snapshot.entries
+        return indexByPath.find(PositionIndex.exactHash(path)) { entries[$0].path.utf8.elementsEqual(path.utf8) }.map { entries[$0] }
     }
 
+    func entry(_ path: String) -> PackageEntry? { entry(path[...]) }
+
     func isFolder(_ path: String) -> Bool {
-        let key = ExactPath(path)
-        guard let found = entry(key) else { return impliedFolders.contains(key) }
+        guard let found = entry(path) else { return impliedFolders.contains(ExactPath(path)) }
         return found.kind == .directory
     }
 
     // MARK: Structure
 
     mutating func checkStructure() {
-        let plist = entry(ExactPath(ContentInfo.fileName))
+        let plist = entry(ContentInfo.fileName)
         if let plist, plist.kind != .file {
             problems.add(.plistNotFile, path: ContentInfo.fileName, "ContentInfo.plist is a \(plist.kind.noun); it must be a regular file")
         } else if plist == nil && snapshot.isComplete && !snapshot.scanProblems.rules.contains(.multipleRoots) {
             problems.add(.missingPlist, path: ContentInfo.fileName, "no ContentInfo.plist at the package root; create one (hcpack init) next to Contents/")
         }
-        if let contents = entry(ExactPath(Verifier.contentsFolder)), contents.kind != .directory {
+        if let contents = entry(Verifier.contentsFolder), contents.kind != .directory {
             problems.add(.contentsNotFolder, path: Verifier.contentsFolder, "Contents is a \(contents.kind.noun); it must be a folder")
         } else if !isFolder(Verifier.contentsFolder) && snapshot.isComplete {
             problems.add(.missingContents, path: Verifier.contentsPrefix, "no Contents/ folder at the package root; put the content files in Contents/")
@@ -252,31 +264,28 @@ private struct RuleChecker {
     // MARK: Files
 
     mutating func checkFilesList() {
-        var seenExact: Set<ExactPath> = []
-        var seenFolded: [String: String] = [:]
-        var seenNormalized: [String: String] = [:]
-        for path in listed {
+        let listed = self.listed
+        listedIndex = PositionIndex(expectedCount: listed.count)
+        var collisions = CollisionFinder(expectedCount: listed.count)
+        for (position, path) in listed.enumerated() {
             let syntax = PackagePath.filesEntryProblems(path)
             for (rule, message) in syntax { problems.add(rule, path: path, message) }
-            if !seenExact.insert(ExactPath(path)).inserted {
+            let repeated = listedIndex.insert(position, hash: PositionIndex.exactHash(path)) { listed[$0].utf8.elementsEqual(path.utf8) }
+            if repeated != nil {
                 problems.add(.filesDuplicate, path: path, "'\(path)' is listed more than once; list each file once")
                 continue
             }
-            let normalized = PackagePath.normalizationKey(path)
-            if let earlier = seenNormalized[normalized] {
+            switch collisions.add(position, path: path, pathAt: { listed[$0] }) {
+            case .normalization(let earlier):
                 problems.add(.filesNormalizationDuplicate, path: path, "'\(path)' and '\(earlier)' differ only in Unicode normalization (NFC/NFD); keep one")
-            } else {
-                seenNormalized[normalized] = path
-                let folded = PackagePath.foldKey(path)
-                if let earlier = seenFolded[folded] {
-                    problems.add(.filesCaseDuplicate, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; keep one")
-                } else {
-                    seenFolded[folded] = path
-                }
+            case .folded(let earlier):
+                problems.add(.filesCaseDuplicate, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; keep one")
+            case nil:
+                break
             }
             guard syntax.isEmpty else { continue }
             let full = Verifier.contentsPrefix + path
-            if let entry = self.entry(ExactPath(full)) {
+            if let entry = self.entry(full) {
                 if entry.kind != .file {
                     problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
                 }
@@ -288,21 +297,26 @@ private struct RuleChecker {
         }
         if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
             for entry in snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
-                let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
-                if !seenExact.contains(ExactPath(relative)) && !PackagePath.isJunk(entry.path) {
+                if !isListed(entry.path.dropFirst(Verifier.contentsPrefix.count)) && !PackagePath.isJunk(entry.path) {
                     problems.add(.filesUnlisted, path: entry.path, "not listed in Files, so installers skip it; list it or remove it")
                 }
             }
         }
     }
 
+    /// Whether Files lists exactly `path` (after `checkFilesList`).
+    func isListed(_ path: Substring) -> Bool {
+        let listed = self.listed
+        return listedIndex.find(PositionIndex.exactHash(path)) { listed[$0].utf8.elementsEqual(path.utf8) } != nil
+    }
+
     // MARK: Content
 
     mutating func checkContent() {
-        var folded: [String: String] = [:]
-        var normalized: [String: String] = [:]
+        let entries = snapshot.entries
+        var collisions = CollisionFinder(expectedCount: entries.count)
         var totalBytes: Int64 = 0
-        for entry in snapshot.entries {
+        for (position, entry) in entries.enumerated() {
             let path = entry.path
             if entry.kind == .file {
                 // Saturating: an encrypted entry is never read, so its size is the archive's unchecked claim
@@ -330,17 +344,13 @@ private struct RuleChecker {
                     problems.add(.junk, path: path, "operating system junk; leave it out of the package (hcpack build does)")
                 }
             }
-            let normalizedKey = PackagePath.normalizationKey(path)
-            if let earlier = normalized[normalizedKey] {
+            switch collisions.add(position, path: path, pathAt: { entries[$0].path }) {
+            case .normalization(let earlier):
                 problems.add(.normalizationCollision, path: path, "'\(path)' and '\(earlier)' differ only in Unicode normalization and are the same file on Apple file systems; rename one")
-            } else {
-                normalized[normalizedKey] = path
-                let foldedKey = PackagePath.foldKey(path)
-                if let earlier = folded[foldedKey] {
-                    problems.add(.caseCollision, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; rename one")
-                } else {
-                    folded[foldedKey] = path
-                }
+            case .folded(let earlier):
+                problems.add(.caseCollision, path: path, "'\(path)' and '\(earlier)' differ only in case and collide on case-insensitive file systems; rename one")
+            case nil:
+                break
             }
             if entry.permissions & 0o6000 != 0 || (entry.permissions & 0o002 != 0 && entry.kind != .symlink) {
                 problems.add(.unsafePermissions, path: path, String(format: "mode %04o is setuid, setgid or world-writable; installed files get 0644 or 0755", entry.permissions))
@@ -355,7 +365,7 @@ private struct RuleChecker {
                 }
             case .hardlink:
                 let target = entry.linkTarget ?? "/"
-                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || indexByPath[ExactPath(target)] == nil {
+                if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || self.entry(target) == nil {
                     problems.add(.hardlinkEscapes, path: path, "hard link to '\(target)', which is not an entry of this package; store the file itself")
                 } else {
                     problems.add(.hardlink, path: path, "hard link to '\(target)'; store the file itself so every extractor gets a regular file")
@@ -385,7 +395,7 @@ private struct RuleChecker {
         var end = path.startIndex
         while let slash = path[end...].firstIndex(of: "/") {
             let prefix = path[..<slash]
-            if entry(ExactPath(prefix))?.kind == .symlink { return String(prefix) }
+            if entry(prefix)?.kind == .symlink { return String(prefix) }
             end = path.index(after: slash)
         }
         return nil
@@ -409,10 +419,9 @@ private struct RuleChecker {
             problems.add(.integrityMalformed, path: ContentInfo.fileName, "\(ContentInfo.integrityKey) '\(error.path)': \(error.message)")
             return
         }
-        let listedSet = Set(listed)
         for path in listed {
             let full = Verifier.contentsPrefix + path
-            guard let entry = self.entry(ExactPath(full)), entry.kind == .file else { continue }
+            guard let entry = self.entry(full), entry.kind == .file else { continue }
             guard let record = records[path] else {
                 problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
                 continue
@@ -423,7 +432,9 @@ private struct RuleChecker {
                 problems.add(.digestMismatch, path: full, "SHA-256 \(digest.hexString) differs from the recorded \(record.sha256); the file changed after the build, rebuild or restore it")
             }
         }
-        for path in records.keys.sorted() where !listedSet.contains(path) {
+        // Files and the record keys match as Strings do (NFC equals NFD), as the records lookup above does.
+        let nonASCIIListed = Set(listed.filter { !$0.utf8.allSatisfy { $0 < 0x80 } })
+        for path in records.keys.sorted() where !isListed(path[...]) && !nonASCIIListed.contains(path) {
             problems.add(.integrityStrayRecord, path: Verifier.contentsPrefix + path, "\(ContentInfo.integrityKey) has a record for a file that Files does not list; rebuild the package")
         }
     }

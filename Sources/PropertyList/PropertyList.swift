@@ -98,6 +98,17 @@ public enum PropertyList {
         return (try reader.decode(bytes), .xml)
     }
 
+    /// Checks that `encodeXML`'s output for some value decodes within `limits`, without building the value
+    /// again: the same parse as `decode`, minus the tree (tens of MB for a big package's integrity records).
+    /// A duplicate key would go unnoticed, but an encoded `PlistValue` has none.
+    /// - Throws: the `PlistError` that `decode` would throw.
+    public static func checkEncodedXML(_ bytes: [UInt8], limits: PlistLimits = PlistLimits()) throws(PlistError) {
+        guard bytes.count <= limits.maxBytes else {
+            throw PlistError(.limit, "property list is \(bytes.count) bytes, more than the limit of \(limits.maxBytes)")
+        }
+        try XMLPlistReader(limits: limits).check(bytes)
+    }
+
     /// Encodes a value as an XML property list (UTF-8, Apple's DOCTYPE, tab indentation).
     ///
     /// The output is deterministic and `decode` gives the value back, except for NaN reals (NaN != NaN),

@@ -66,6 +66,8 @@ private struct Frame {
     var entries = PlistDictionary()
     /// A `<key>` of this dictionary still waiting for its value, with the key's line.
     var pendingKey: (key: String, line: Int)?
+    /// Values finished inside this element (kept in `items` or `entries` only when building).
+    var childCount = 0
 
     init(_ element: PlistElement, line: Int) {
         self.element = element
@@ -94,6 +96,8 @@ private struct PlistBuilder {
 
     let ctxt: xmlParserCtxtPtr
     let limits: PlistLimits
+    /// False when the caller only wants the verdict: values are checked, then dropped, so memory stays flat.
+    let keepsValues: Bool
     /// Lines removed in front of the document (blanks before `<?xml`), added back to every line number.
     let lineOffset: Int
 
@@ -115,9 +119,10 @@ private struct PlistBuilder {
     /// Why a limit or guard stopped the parser; it wins over everything else.
     var failure: PlistError?
 
-    init(ctxt: xmlParserCtxtPtr, limits: PlistLimits, lineOffset: Int) {
+    init(ctxt: xmlParserCtxtPtr, limits: PlistLimits, lineOffset: Int, keepsValues: Bool) {
         self.ctxt = ctxt
         self.limits = limits
+        self.keepsValues = keepsValues
         self.lineOffset = lineOffset
     }
 
@@ -190,7 +195,7 @@ private struct PlistBuilder {
         }
         switch frames[top].element {
         case .plist:
-            if !frames[top].items.isEmpty {
+            if frames[top].childCount > 0 {
                 mode = .counting(values: 2, depth: 1, line: frames[top].line)
                 frames = []
                 return
@@ -262,10 +267,10 @@ private struct PlistBuilder {
         guard let frame = frames.popLast() else { return }
         switch frame.element {
         case .plist:
-            guard let value = frame.items.first else {
+            guard frame.childCount > 0 else {
                 return reject("<plist> must hold exactly one value, found 0", line: frame.line)
             }
-            result = value
+            result = frame.items.first ?? .boolean(true)
         case .array:
             add(.array(frame.items))
         case .dict:
@@ -284,13 +289,14 @@ private struct PlistBuilder {
         }
     }
 
-    /// Moves a finished value into the open container.
+    /// Moves a finished value into the open container (or, when only checking, counts it there).
     private mutating func add(_ value: PlistValue) {
         let top = frames.count - 1
+        frames[top].childCount += 1
         if let pending = frames[top].pendingKey {
-            frames[top].entries[pending.key] = value
+            if keepsValues { frames[top].entries[pending.key] = value }
             frames[top].pendingKey = nil
-        } else {
+        } else if keepsValues {
             frames[top].items.append(value)
         }
     }
@@ -353,6 +359,16 @@ struct XMLPlistReader {
 
     /// Parses `bytes`, building the value as the elements arrive (no libxml2 tree).
     func decode(_ bytes: [UInt8]) throws(PlistError) -> PlistValue {
+        try parse(bytes, keepsValues: true)
+    }
+
+    /// Parses `bytes` as `decode` does, but drops each value once checked: for documents whose value the caller
+    /// already has. Duplicate keys go unnoticed, since no dictionary is kept (a `PlistValue` has none).
+    func check(_ bytes: [UInt8]) throws(PlistError) {
+        _ = try parse(bytes, keepsValues: false)
+    }
+
+    private func parse(_ bytes: [UInt8], keepsValues: Bool) throws(PlistError) -> PlistValue {
         _ = LibXML2Setup.ready
         let (start, lineOffset) = Self.documentStart(bytes)
         guard bytes.count - start <= Int(Int32.max) else {
@@ -363,7 +379,7 @@ struct XMLPlistReader {
         }
         defer { xmlFreeParserCtxt(ctxt) }
 
-        let state = ParseState(PlistBuilder(ctxt: ctxt, limits: limits, lineOffset: lineOffset))
+        let state = ParseState(PlistBuilder(ctxt: ctxt, limits: limits, lineOffset: lineOffset, keepsValues: keepsValues))
         let unmanaged = Unmanaged.passRetained(state)
         defer { unmanaged.release() }
         ctxt.pointee._private = UnsafeMutableRawPointer(unmanaged.toOpaque())
