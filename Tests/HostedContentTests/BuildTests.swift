@@ -633,3 +633,38 @@ struct BuildProgressTests {
         #expect(zip(packing, packing.dropFirst()).allSatisfy { $0.completedBytes <= $1.completedBytes })
     }
 }
+
+@Suite("build: the generated plist is checked by parsing it")
+struct BuildGeneratedPlistTests {
+    @Test("A source string that XML cannot carry (U+0001, from a binary plist) is a plist error, and nothing is written")
+    func unwritableString() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let made = python(
+            """
+            import plistlib
+            d = {'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Note': 'a\\x01b'}
+            open('pkg/ContentInfo.plist', 'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY))
+            """, in: folder.path)
+        #expect(made.status == 0, "\(made.output)")
+        let options = BuildOptions(source: folder.url("pkg"), output: folder.url("out.zip"))
+        let plan = try Builder.prepare(options)
+        #expect(plan.report.problems.rules.contains(.plistParse), "\(plan.report.problems.problems)")
+        #expect(!plan.isValid)
+        #expect(throws: HCPackError.self) { try Builder.write(plan, options: options) }
+        #expect(!FileManager.default.fileExists(atPath: folder.url("out.zip")))
+    }
+
+    @Test("The report's plist is the generated one: Files and records for every file, the same as decoding the output")
+    func reportMatchesOutput() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let options = BuildOptions(source: folder.url("pkg"), output: folder.url("out.pkg"), format: .directory)
+        let plan = try Builder.prepare(options)
+        #expect(plan.isValid, "\(plan.report.problems.problems)")
+        _ = try Builder.write(plan, options: options)
+        let written = try ContentInfo.decode(try #require(folder.read("out.pkg/ContentInfo.plist")))
+        #expect(plan.report.contentInfo?.dictionary == written.dictionary)
+        #expect(plan.report.contentInfo?.integrity?.count == sampleFiles.count)
+    }
+}

@@ -177,3 +177,29 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("Checking an encoded plist without decoding it")
+struct CheckEncodedXMLTests {
+    @Test("What decodes passes; what decode refuses is refused with decode's error")
+    func sameVerdictAsDecode() throws {
+        let files = (0..<2_000).map { PlistValue.string("data/item-\($0).json") }
+        let good: PlistValue = .dictionary(PlistDictionary([
+            .init(key: "Files", value: .array(files)), .init(key: "Nested", value: .dictionary(PlistDictionary([.init(key: "n", value: .integer(3))]))),
+        ]))
+        try PropertyList.checkEncodedXML(PropertyList.encodeXML(good))
+
+        // U+0001 cannot be carried by XML 1.0: the writer emits it raw, and the parse must catch it.
+        let unwritable = PropertyList.encodeXML(.dictionary(PlistDictionary([.init(key: "k", value: .string("a\u{1}b"))])))
+        let limits = PlistLimits(maxBytes: 1 << 20, maxDepth: 4, maxObjects: 1_000)
+        var failures: [PlistError] = []
+        for bytes in [unwritable, PropertyList.encodeXML(good)] {
+            let decoded = #expect(throws: PlistError.self) { try PropertyList.decode(bytes, limits: limits) }
+            let checked = #expect(throws: PlistError.self) { try PropertyList.checkEncodedXML(bytes, limits: limits) }
+            #expect(checked == decoded)
+            if let checked { failures.append(checked) }
+        }
+        #expect(failures.map(\.kind) == [.syntax, .limit])
+        let small = PlistLimits(maxBytes: 100)
+        #expect(throws: PlistError.self) { try PropertyList.checkEncodedXML(PropertyList.encodeXML(good), limits: small) }
+    }
+}

@@ -1,0 +1,57 @@
+@testable import HostedContent
+import Testing
+
+@Suite("PositionIndex")
+struct PositionIndexTests {
+    @Test("Finds every one of 20,000 paths after growing from the smallest table, and nothing else")
+    func findsAfterGrowing() {
+        let paths = (0..<20_000).map { "Contents/level-\($0 % 97)/item-\($0).json" }
+        var index = PositionIndex()
+        for (position, path) in paths.enumerated() {
+            let earlier = index.insert(position, hash: PositionIndex.exactHash(path)) { paths[$0] == path }
+            #expect(earlier == nil)
+        }
+        #expect(index.count == paths.count)
+        for (position, path) in paths.enumerated() where position % 7 == 0 {
+            #expect(index.find(PositionIndex.exactHash(path)) { paths[$0] == path } == position)
+        }
+        let absent = "Contents/level-1/item-20000.json"
+        #expect(index.find(PositionIndex.exactHash(absent)) { paths[$0] == absent } == nil)
+    }
+
+    @Test("Keys whose hashes collide are told apart by the caller's comparison; insert keeps, update replaces")
+    func collisionsAndReplacement() {
+        let keys = ["a", "b", "a", "c", "b"]
+        var index = PositionIndex()
+        // One hash for every key: every probe walks the same run of slots.
+        let inserted = keys.indices.map { position in index.insert(position, hash: 7) { keys[$0] == keys[position] } }
+        #expect(inserted == [nil, nil, 0, nil, 1])
+        #expect(index.count == 3)
+        #expect(index.find(7) { keys[$0] == "b" } == 1)
+        #expect(index.update(4, hash: 7) { keys[$0] == "b" } == 1)
+        #expect(index.find(7) { keys[$0] == "b" } == 4)
+        #expect(index.find(7) { keys[$0] == "d" } == nil)
+    }
+
+    @Test("Exact hashes agree for a String and a Substring of the same bytes")
+    func exactHashOfSubstring() {
+        let path = "Contents/levels/one.json"
+        let parent = path[..<path.lastIndex(of: "/")!]
+        #expect(PositionIndex.exactHash(parent) == PositionIndex.exactHash("Contents/levels"))
+    }
+
+    @Test("CollisionFinder names the earlier path for a normalization twin and a case twin, and records neither")
+    func collisionFinder() {
+        let paths = ["Caf\u{e9}.txt", "Cafe\u{301}.txt", "CAF\u{c9}.TXT", "other.txt", "OTHER.txt", "Other.TXT"]
+        var finder = CollisionFinder(expectedCount: 0)
+        var found: [String] = []
+        for (position, path) in paths.enumerated() {
+            switch finder.add(position, path: path, pathAt: { paths[$0] }) {
+            case .normalization(let earlier): found.append("nfc:\(earlier)")
+            case .folded(let earlier): found.append("case:\(earlier)")
+            case nil: found.append("-")
+            }
+        }
+        #expect(found == ["-", "nfc:Caf\u{e9}.txt", "case:Caf\u{e9}.txt", "-", "case:other.txt", "case:other.txt"])
+    }
+}
