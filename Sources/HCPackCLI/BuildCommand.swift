@@ -80,7 +80,7 @@ struct BuildCommand: Command {
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
         let bar = ProgressBar(context: context, enabled: !json && !quiet)
-        let plan: BuildPlan
+        var plan: BuildPlan
         do {
             plan = try Builder.prepare(options, progress: bar.handler)
         } catch {
@@ -102,6 +102,7 @@ struct BuildCommand: Command {
             )
             return ExitCode.invalid
         }
+        plan.releaseCheckedContents()
         let result: BuildResult
         do {
             result = try Builder.write(plan, options: options, progress: bar.handler)

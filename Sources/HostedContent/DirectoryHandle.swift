@@ -106,7 +106,12 @@ public final class DirectoryHandle {
     /// Replaces `name` with `bytes` atomically: a temporary file written and fsync'd, then renamed over it,
     /// then the folder fsync'd so the rename itself survives a crash.
     public func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(HCPackError) {
-        let temporary = try writeTemporary(name, bytes)
+        try writeAtomically(name) { file throws(HCPackError) in try file.write(bytes) }
+    }
+
+    /// `writeAtomically`, with the content written by `produce` (in pieces, so it is never whole in memory).
+    public func writeAtomically(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError) {
+        let temporary = try writeTemporary(name, producing: produce)
         do throws(HCPackError) {
             try rename(temporary, to: self, name)
         } catch {
@@ -119,13 +124,18 @@ public final class DirectoryHandle {
     /// The first half of `writeAtomically`: writes and fsyncs `name.tmp` (replacing a leftover one) and returns
     /// its name; renaming it over `name`, then syncing this folder, completes the write.
     public func writeTemporary(_ name: String, _ bytes: [UInt8]) throws(HCPackError) -> String {
+        try writeTemporary(name) { file throws(HCPackError) in try file.write(bytes) }
+    }
+
+    /// `writeTemporary`, with the content written by `produce`.
+    public func writeTemporary(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError) -> String {
         let temporary = name + ".tmp"
         if unlinkat(descriptor, temporary, 0) != 0 && errno != ENOENT {
             throw HCPackError.system("unlink", path: describe(temporary), errno: errno)
         }
         do throws(HCPackError) {
             let file = try createFile(temporary)
-            try file.write(bytes)
+            try produce(file)
             try file.finish()
         } catch {
             unlinkat(descriptor, temporary, 0)  // a half-written temporary is of no use to anyone

@@ -54,6 +54,11 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
         JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files)
     }
 
+    /// `encoded()`, handed over in chunks of about 64 KiB rather than as one buffer (5 MB for 26,000 files).
+    func write<Failure: Error>(chunks: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
+        try JSONCoding.write(format: format, productIdentifier: productIdentifier, version: version, files: files, chunks: chunks)
+    }
+
     /// Parses a receipt; nil when the bytes are not one (a damaged receipt is treated as absent).
     public static func decode(_ bytes: [UInt8]) -> InstallReceipt? {
         guard let receipt = try? JSONDecoder().decode(InstallReceipt.self, from: Data(bytes)),
@@ -92,6 +97,11 @@ public struct InstallJournal: Sendable, Equatable, Codable {
         JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files)
     }
 
+    /// `encoded()`, handed over in chunks of about 64 KiB rather than as one buffer (5 MB for 26,000 files).
+    func write<Failure: Error>(chunks: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
+        try JSONCoding.write(format: format, productIdentifier: productIdentifier, version: version, files: files, chunks: chunks)
+    }
+
     /// Parses a journal; nil when the bytes are not one.
     public static func decode(_ bytes: [UInt8]) -> InstallJournal? {
         guard let journal = try? JSONDecoder().decode(InstallJournal.self, from: Data(bytes)),
@@ -108,13 +118,30 @@ public struct InstallJournal: Sendable, Equatable, Codable {
 /// 900 bytes a file, 23 MB for 26,000 files, while the output is about 180 bytes a file.
 enum JSONCoding {
     static func encode(format: Int, productIdentifier: String, version: String, files: [InstalledFile]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
+        var whole: [UInt8] = []
+        whole.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
             $0 + 96 + $1.path.utf8.count + $1.sha256.utf8.count
         })
+        write(format: format, productIdentifier: productIdentifier, version: version, files: files) { whole += $0 }
+        return whole
+    }
+
+    /// Size at which `write` hands a chunk over.
+    static let chunkSize = 64 << 10
+
+    /// The bytes of `encode`, handed to `chunks` about `chunkSize` at a time.
+    static func write<Failure: Error>(
+        format: Int, productIdentifier: String, version: String, files: [InstalledFile], chunks: ([UInt8]) throws(Failure) -> Void
+    ) throws(Failure) {
+        var out: [UInt8] = []
+        out.reserveCapacity(chunkSize + 4096)
         out.append(contentsOf: "{\n  \"files\" : [\n".utf8)
         if files.isEmpty { out.append(0x0a) }
         for (index, file) in files.enumerated() {
+            if out.count >= chunkSize {
+                try chunks(out)
+                out.removeAll(keepingCapacity: true)
+            }
             out.append(contentsOf: "    {\n      \"path\" : ".utf8)
             appendString(file.path, to: &out)
             out.append(contentsOf: ",\n      \"sha256\" : ".utf8)
@@ -130,7 +157,7 @@ enum JSONCoding {
         out.append(contentsOf: ",\n  \"version\" : ".utf8)
         appendString(version, to: &out)
         out.append(contentsOf: "\n}\n".utf8)
-        return out
+        try chunks(out)
     }
 
     /// A JSON string literal as JSONEncoder writes it: `"` and `\` escaped, control characters as `\b \t \n

@@ -72,7 +72,8 @@ public struct InstallResult: Sendable {
     public var bytes: Int64
     /// Bytes written to the staging folder: files DEST already held with the recorded bytes are not staged.
     public var stagedBytes: Int64
-    /// The verification of the package (warnings only, or none).
+    /// The verification of the package (warnings only, or none): its problems and counts. The plist and the
+    /// entries are not kept (tens of MB for a big package); `Verifier.verify` on the archive gives them.
     public var report: VerificationReport
 }
 
@@ -207,21 +208,29 @@ private final class InstallSession {
             staging.inPlaceNames = { [unowned self] plistName, bytes in self.namesInPlace(plistName: plistName, plist: bytes) }
         }
         staging.startFlushing()
-        let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
-        staging.startSynchronizing()
-        let report = Self.installReport(Verifier.check(snapshot, options: options.verify))
+        var report = try readAndCheck(archive, staging: staging)
         if !report.isValid() {
             abandon()
             return .rejected(report)
         }
         let package = try identify(report, archive: archive)
-        let wanted = try filesToInstall(report, info: package.info, archive: archive)
+        let wanted = try filesToInstall(report, archive: archive)
+        // From here on `wanted` says what to place: the plist (bytes and tree) and the entries, 25 MB at 26,000
+        // files, are let go before placing and the receipt need memory of their own.
+        report.releaseContents()
         let plan = try makePlan(package: package, wanted: wanted)
-        let result = try execute(plan, package: package, wanted: wanted, snapshot: snapshot, report: report)
+        let result = try execute(plan, package: package, wanted: wanted, report: report)
         try? staging.remove()
         self.staging = nil
         lock.release()
         return .completed(result)
+    }
+
+    /// Streams the archive into staging and runs the rules; the snapshot lives only as long as this call.
+    func readAndCheck(_ archive: String, staging: StagingArea) throws(HCPackError) -> VerificationReport {
+        let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
+        staging.startSynchronizing()
+        return Self.installReport(Verifier.check(snapshot, options: options.verify))
     }
 
     /// Verify's report, with some problems that only warn for verify made errors: install writes regular
@@ -244,7 +253,6 @@ private final class InstallSession {
     }
 
     struct Package {
-        var info: ContentInfo
         var productIdentifier: String
         var version: ContentVersion
         /// Prefix of Contents/ in the archive ("Contents/" or "ROOT/Contents/").
@@ -274,11 +282,11 @@ private final class InstallSession {
             }
         }
         let root = report.snapshot.rootFolder.map { $0 + "/" } ?? ""
-        return Package(info: info, productIdentifier: identifier, version: version, contentsPrefix: root + "Contents/")
+        return Package(productIdentifier: identifier, version: version, contentsPrefix: root + "Contents/")
     }
 
     /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity).
-    func filesToInstall(_ report: VerificationReport, info: ContentInfo, archive: String) throws(HCPackError) -> [InstalledFile] {
+    func filesToInstall(_ report: VerificationReport, archive: String) throws(HCPackError) -> [InstalledFile] {
         // Positions in the snapshot, by name under Contents/ (substrings: no copy of each name).
         let entries = report.snapshot.entries
         var byPath: [Substring: Int] = [:]
@@ -288,7 +296,7 @@ private final class InstallSession {
         let paths: [String]
         if options.installAll {
             paths = byPath.keys.map(String.init).filter { !PackagePath.isJunk($0) }.sorted()
-        } else if let files = info.files {
+        } else if let files = report.contentInfo?.files {
             paths = files
         } else {
             throw HCPackError(
@@ -514,7 +522,7 @@ private final class InstallSession {
 
     // MARK: Placing
 
-    func execute(_ plan: Plan, package: Package, wanted: [InstalledFile], snapshot: PackageSnapshot, report: VerificationReport)
+    func execute(_ plan: Plan, package: Package, wanted: [InstalledFile], report: VerificationReport)
         throws(HCPackError) -> InstallResult
     {
         var result = InstallResult(
@@ -532,7 +540,7 @@ private final class InstallSession {
             productIdentifier: package.productIdentifier, version: package.version.text, files: wanted + carried)
         let journalName = Installer.journalName(package.productIdentifier)
         do throws(HCPackError) {
-            try metadata.writeAtomically(journalName, journal.encoded())
+            try metadata.writeAtomically(journalName) { file throws(HCPackError) in try journal.write(chunks: file.write) }
         } catch {
             // Nothing in DEST changed yet. The rename may have happened before a failing fsync: without an older
             // journal to keep (its paths are carried in this one), remove it so DEST is exactly as before.
@@ -551,7 +559,8 @@ private final class InstallSession {
             receipts = folder
             undo.createdReceipts = created
             try metadata.synchronize()
-            let temporary = try receipts.writeTemporary(receiptName, receipt(package, wanted).encoded())
+            let receipt = receipt(package, wanted)
+            let temporary = try receipts.writeTemporary(receiptName) { file throws(HCPackError) in try receipt.write(chunks: file.write) }
             do throws(HCPackError) {
                 try receipts.rename(temporary, to: receipts, receiptName)
             } catch {

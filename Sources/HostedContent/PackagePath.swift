@@ -122,6 +122,23 @@ public enum PackagePath {
         return path.precomposedStringWithCanonicalMapping.lowercased()
     }
 
+    /// `folder/name` in a string of exactly that size: `+` leaves room to grow, 50 bytes a path at 26,000 files.
+    public static func joined(_ folder: String, _ name: String) -> String {
+        var folder = folder
+        var name = name
+        let count = folder.utf8.count + 1 + name.utf8.count
+        return folder.withUTF8 { head in
+            name.withUTF8 { tail in
+                String(unsafeUninitializedCapacity: count) { buffer in
+                    _ = buffer.initialize(fromContentsOf: head)
+                    buffer[head.count] = UInt8(ascii: "/")
+                    _ = buffer[(head.count + 1)...].initialize(fromContentsOf: tail)
+                    return count
+                }
+            }
+        }
+    }
+
     /// Key under which two names differ only in Unicode normalization.
     public static func normalizationKey(_ path: String) -> String {
         path.utf8.allSatisfy({ $0 < 0x80 }) ? path : path.precomposedStringWithCanonicalMapping

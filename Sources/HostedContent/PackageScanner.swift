@@ -74,7 +74,7 @@ public enum PackageScanner {
                 return
             }
             for item in try FileSystem.listDirectory(absolute) {
-                let path = relative.isEmpty ? item.name : relative + "/" + item.name
+                let path = relative.isEmpty ? item.name : PackagePath.joined(relative, item.name)
                 let full = absolute + "/" + item.name
                 guard item.isUTF8 else {
                     // Such a name cannot be spelled as a String path: report it, never open or descend into it.

@@ -31,6 +31,14 @@ public struct VerificationReport: Sendable {
     public var contentBytes: Int64
     public var snapshot: PackageSnapshot
 
+    /// Drops the plist (bytes and tree) and the entries, keeping problems and counts: for callers that
+    /// only report problems after acting on a big package.
+    public mutating func releaseContents() {
+        contentInfo = nil
+        snapshot.entries = []
+        snapshot.contentInfoBytes = nil
+    }
+
     /// Valid when there is no error (and, with `strict`, no warning either).
     public func isValid(strict: Bool = false) -> Bool {
         strict ? problems.problems.isEmpty : !problems.hasErrors
@@ -411,9 +419,9 @@ private struct RuleChecker {
 
     mutating func checkIntegrity() {
         guard let info = contentInfo else { return }
-        let records: [String: FileRecord]
+        let records: ContentInfo.IntegrityRecords
         do {
-            guard let parsed = try info.parseIntegrity() else { return }
+            guard let parsed = try info.integrityRecords() else { return }
             records = parsed
         } catch {
             problems.add(.integrityMalformed, path: ContentInfo.fileName, "\(ContentInfo.integrityKey) '\(error.path)': \(error.message)")
@@ -434,7 +442,7 @@ private struct RuleChecker {
         }
         // Files and the record keys match as Strings do (NFC equals NFD), as the records lookup above does.
         let nonASCIIListed = Set(listed.filter { !$0.utf8.allSatisfy { $0 < 0x80 } })
-        for path in records.keys.sorted() where !isListed(path[...]) && !nonASCIIListed.contains(path) {
+        for path in records.paths.filter({ !isListed($0[...]) && !nonASCIIListed.contains($0) }).sorted() {
             problems.add(.integrityStrayRecord, path: Verifier.contentsPrefix + path, "\(ContentInfo.integrityKey) has a record for a file that Files does not list; rebuild the package")
         }
     }
