@@ -214,9 +214,11 @@ private final class InstallSession {
             return .rejected(report)
         }
         let package = try identify(report, archive: archive)
-        let wanted = try filesToInstall(report, archive: archive)
-        // From here on `wanted` says what to place: the plist (bytes and tree) and the entries, 25 MB at 26,000
-        // files, are let go before placing and the receipt need memory of their own.
+        // Only Files is needed from the plist now: its bytes and tree (20 MB at 26,000 files) go first, then
+        // the entries once `wanted` holds what to place, before placing and the receipt need memory of their own.
+        let listed = report.contentInfo?.files
+        report.releasePlist()
+        let wanted = try filesToInstall(report, listed: listed, archive: archive)
         report.releaseContents()
         let plan = try makePlan(package: package, wanted: wanted)
         let result = try execute(plan, package: package, wanted: wanted, report: report)
@@ -286,18 +288,25 @@ private final class InstallSession {
     }
 
     /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity).
-    func filesToInstall(_ report: VerificationReport, archive: String) throws(HCPackError) -> [InstalledFile] {
-        // Positions in the snapshot, by name under Contents/ (substrings: no copy of each name).
+    func filesToInstall(_ report: VerificationReport, listed: [String]?, archive: String) throws(HCPackError) -> [InstalledFile] {
+        // Positions in the snapshot by name under Contents/, matched as Strings are (NFC finds NFD).
         let entries = report.snapshot.entries
-        var byPath: [Substring: Int] = [:]
+        let prefixLength = "Contents/".count
+        func name(_ index: Int) -> Substring { entries[index].path.dropFirst(prefixLength) }
+        func hash(_ name: Substring) -> UInt32 { UInt32(truncatingIfNeeded: name.hashValue) }
+        var byPath = PositionIndex(expectedCount: entries.count)
         for (index, entry) in entries.enumerated() where entry.kind == .file && entry.path.hasPrefix("Contents/") {
-            byPath[entry.path.dropFirst("Contents/".count)] = index
+            let key = name(index)
+            byPath.update(index, hash: hash(key)) { name($0) == key }
         }
+        func position(_ path: Substring) -> Int? { byPath.find(hash(path)) { name($0) == path } }
         let paths: [String]
         if options.installAll {
-            paths = byPath.keys.map(String.init).filter { !PackagePath.isJunk($0) }.sorted()
-        } else if let files = report.contentInfo?.files {
-            paths = files
+            // One path per name (the last entry, as the lookup finds it).
+            paths = entries.indices.filter { entries[$0].kind == .file && entries[$0].path.hasPrefix("Contents/") && position(name($0)) == $0 }
+                .map { String(name($0)) }.filter { !PackagePath.isJunk($0) }.sorted()
+        } else if let listed {
+            paths = listed
         } else {
             throw HCPackError(
                 .invalidPackage,
@@ -305,6 +314,7 @@ private final class InstallSession {
                 path: archive)
         }
         var result: [InstalledFile] = []
+        result.reserveCapacity(paths.count)
         for path in paths {
             if path.split(separator: "/").first == Substring(Installer.metadataFolder) {
                 throw HCPackError(
@@ -312,7 +322,7 @@ private final class InstallSession {
                     "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
                     path: archive)
             }
-            guard PackagePath.unsafeArchiveNameReason(path) == nil, let index = byPath[path[...]], let digest = entries[index].sha256
+            guard PackagePath.unsafeArchiveNameReason(path) == nil, let index = position(path[...]), let digest = entries[index].sha256
             else {
                 // Verify reports these as errors; this only guards against a rule being relaxed later.
                 throw HCPackError(

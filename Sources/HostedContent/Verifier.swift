@@ -34,8 +34,13 @@ public struct VerificationReport: Sendable {
     /// Drops the plist (bytes and tree) and the entries, keeping problems and counts: for callers that
     /// only report problems after acting on a big package.
     public mutating func releaseContents() {
-        contentInfo = nil
+        releasePlist()
         snapshot.entries = []
+    }
+
+    /// Drops the plist, bytes and tree.
+    mutating func releasePlist() {
+        contentInfo = nil
         snapshot.contentInfoBytes = nil
     }
 
