@@ -144,6 +144,24 @@ public final class DirectoryHandle {
         return temporary
     }
 
+    /// `renameat2(RENAME_NOREPLACE)`: moves `name` to `targetName` in `target` unless that name is taken.
+    /// - Returns: false when it is taken, or when the system cannot promise not to replace (no `renameat2`,
+    ///   or a file system without `RENAME_NOREPLACE`): the caller then moves things its other way.
+    public func renameWithoutReplacing(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) -> Bool {
+        guard let renameat2 = Self.renameat2 else { return false }
+        if renameat2(descriptor, name, target.descriptor, targetName, 1 /* RENAME_NOREPLACE */) == 0 { return true }
+        let code = errno
+        if code == EEXIST || code == EINVAL || code == ENOSYS || code == ENOTEMPTY { return false }
+        throw HCPackError.system("rename", path: describe(name), errno: code)
+    }
+
+    private typealias RenameFunction = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    /// Glibc's Swift module does not export `renameat2` (a GNU extension): looked up once with `dlsym`.
+    private static let renameat2: RenameFunction? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(symbol, to: RenameFunction.self)
+    }()
+
     /// `linkat`: a second name for the file `name`, in `target` (same file system; never follows a symlink).
     public func link(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
         guard linkat(descriptor, name, target.descriptor, targetName, 0) == 0 else {

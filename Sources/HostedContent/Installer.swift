@@ -606,6 +606,8 @@ private final class InstallSession {
             case removed(parent: [Substring], name: String, backup: String)
             /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
             case removedFolder(parent: [Substring], name: String, mode: mode_t)
+            /// The staged folder `staged` (an archive path) was moved to `name` in DEST, files and all.
+            case movedFolder(name: String, staged: String)
         }
         var steps: [Step] = []
         /// Folders made for new files, parents first. (Paths, not descriptors: a package may have more folders
@@ -624,7 +626,31 @@ private final class InstallSession {
         // `isNew`: this install made the folder, so nothing but what it placed there can be in it.
         var destinationFolder: (path: String, handle: DirectoryHandle, isNew: Bool)?
         var stagingFolder: (path: String, handle: DirectoryHandle)?
+        let movable = try foldersToMoveWhole(plan, package: package, staging: staging)
+        var moved: Set<String> = []
+        var notMoved: Set<String> = []
         for file in plan.place {
+            if let top = Self.topFolder(of: file.path), movable.contains(top), !notMoved.contains(top) {
+                if !moved.contains(top) {
+                    // One rename instead of one per file, and no folders to make: the whole folder is this
+                    // install's (checked by foldersToMoveWhole), and DEST has nothing by that name.
+                    let staged = package.contentsPrefix + top
+                    guard let source = try staging.folder(of: staged) else {
+                        throw HCPackError(.io, "internal error: \(staged) was not staged", path: staged)
+                    }
+                    if try source.renameWithoutReplacing(top, to: destination, top) {
+                        moved.insert(top)
+                        undo.steps.append(.movedFolder(name: top, staged: staged))
+                        touchedFolders.insert(top)
+                    } else {
+                        notMoved.insert(top)  // taken meanwhile, or no renameat2: file by file below
+                    }
+                }
+                if moved.contains(top) {
+                    record(file, into: &result, totalBytes: totalBytes, totalFiles: plan.place.count)
+                    continue
+                }
+            }
             var parts = file.path.split(separator: "/")
             guard let leaf = parts.popLast().map(String.init) else { continue }
             let folderPath = parts.joined(separator: "/")
@@ -678,13 +704,7 @@ private final class InstallSession {
             }
             try source.rename(String(stagedLeaf), to: target, leaf)
             undo.steps.append(.placed(path: file.path, backup: backup))
-            result.installed.append(file.path)
-            result.bytes += file.size
-            progress?(
-                ProgressUpdate(
-                    phase: "installing", completedBytes: result.bytes, totalBytes: totalBytes,
-                    completedFiles: result.installed.count,
-                    totalFiles: plan.place.count))
+            record(file, into: &result, totalBytes: totalBytes, totalFiles: plan.place.count)
         }
         destinationFolder = nil
         stagingFolder = nil
@@ -720,6 +740,38 @@ private final class InstallSession {
             if !oneSync { try folder?.synchronize() }
         }
         if oneSync { try FileSystemSync.synchronize(destination) }
+    }
+
+    /// Counts a placed file in the result and reports progress.
+    private func record(_ file: InstalledFile, into result: inout InstallResult, totalBytes: Int64, totalFiles: Int) {
+        result.installed.append(file.path)
+        result.bytes += file.size
+        progress?(
+            ProgressUpdate(
+                phase: "installing", completedBytes: result.bytes, totalBytes: totalBytes, completedFiles: result.installed.count,
+                totalFiles: totalFiles))
+    }
+
+    /// The first folder of a path ("media" for "media/a/b.png"); nil for a file at the top.
+    static func topFolder(of path: String) -> String? {
+        path.firstIndex(of: "/").map { String(path[..<$0]) }
+    }
+
+    /// Top folders (of paths relative to DEST) that can be moved into DEST whole: DEST has nothing by that
+    /// name, and the staging area holds exactly the files to place there, under the same names (a name that
+    /// Files spells in another normalization than the archive, or a staged file Files does not list, keeps
+    /// the folder out). A first install then renames a handful of folders rather than every file.
+    func foldersToMoveWhole(_ plan: Plan, package: Package, staging: StagingArea) throws(HCPackError) -> Set<String> {
+        var wanted: [String: StagingArea.FolderSummary] = [:]
+        for file in plan.place {
+            guard let top = Self.topFolder(of: file.path) else { continue }
+            wanted[top, default: StagingArea.FolderSummary()].add(file.path[...])
+        }
+        var movable: Set<String> = []
+        for (top, summary) in wanted where staging.summary(ofTopFolder: package.contentsPrefix + top) == summary {
+            if try destination.status(top) == nil { movable.insert(top) }
+        }
+        return movable
     }
 
     /// Removes the folder at `folder` if empty, then its parents while they are empty (a folder with anything
@@ -768,6 +820,15 @@ private final class InstallSession {
                     continue
                 }
                 _ = fsync(folder.descriptor)
+            case .movedFolder(let name, let staged):
+                // Back where it was staged; the staging area is removed afterwards either way.
+                guard let source = try? staging.folder(of: staged),
+                    renameat(destination.descriptor, name, source.descriptor, name) == 0
+                else {
+                    intact = false
+                    continue
+                }
+                _ = fsync(destination.descriptor)
             case .removedFolder(let parent, let name, let mode):
                 guard let folder = try? destination.openDirectories(parent), mkdirat(folder.descriptor, name, mode) == 0 else {
                     intact = false

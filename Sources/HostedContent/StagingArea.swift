@@ -34,6 +34,29 @@ public final class StagingArea {
     public private(set) var skipped: Set<String> = []
     /// The folder of the previous file: archives list a folder's files together, so this saves most opens.
     private var lastFolder: (path: String, handle: DirectoryHandle)?
+    /// What each folder right under a Contents/ holds ("Contents/media", or "ROOT/Contents/media").
+    private var topFolders: [String: FolderSummary] = [:]
+
+    /// The files staged in one folder, told apart from any other set of names by their count and a sum of
+    /// their names' hashes (seeded per process, so a hostile archive cannot aim at a collision).
+    public struct FolderSummary: Equatable, Sendable {
+        public private(set) var files = 0
+        private var nameHashes: UInt64 = 0
+
+        public init() {}
+
+        /// Adds a file by its path below the Contents/ folder, compared byte for byte.
+        public mutating func add(_ relativePath: Substring) {
+            var path = relativePath
+            var hasher = Hasher()
+            path.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            files += 1
+            nameHashes &+= UInt64(bitPattern: Int64(hasher.finalize()))
+        }
+    }
+
+    /// What was staged in `folder` (an archive path like "Contents/media"); nil when nothing was.
+    public func summary(ofTopFolder folder: String) -> FolderSummary? { topFolders[folder] }
 
     /// Creates a fresh, uniquely named folder in `parent` (like `mkdtemp`, but with `mkdirat` on a descriptor).
     public init(in parent: DirectoryHandle, progress: ProgressHandler? = nil) throws(HCPackError) {
@@ -103,7 +126,9 @@ public final class StagingArea {
             var current = directory
             for component in parts {
                 let component = String(component)
-                if mkdirat(current.descriptor, component, 0o700) != 0 && errno != EEXIST {
+                // 0755 like the folders placing makes in DEST, since a whole folder may be moved there; the
+                // staging folder itself (0700) keeps everyone else out meanwhile.
+                if mkdirat(current.descriptor, component, 0o755) != 0 && errno != EEXIST {
                     throw HCPackError.system("mkdir", path: current.describe(component), errno: errno)
                 }
                 let child = openat(current.descriptor, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -128,6 +153,13 @@ public final class StagingArea {
                 return nil
             }
             throw HCPackError.system("create", path: folder.describe(String(leaf)), errno: code)
+        }
+        // parts[0] or parts[1] is "Contents" (mayBeContent); a file in a folder below it counts for that folder.
+        let contentsIndex = parts[0] == "Contents" ? 0 : 1
+        if parts.count > contentsIndex + 1 {
+            let top = parts[...(contentsIndex + 1)].joined(separator: "/")
+            let prefixBytes = parts[...contentsIndex].reduce(0) { $0 + $1.utf8.count + 1 }
+            topFolders[top, default: FolderSummary()].add(Substring(name.utf8.dropFirst(prefixBytes)))
         }
         return StagedFileWriter(descriptor: descriptor, path: folder.describe(String(leaf)), area: self, pipeline: pipeline)
     }

@@ -424,3 +424,49 @@ struct InstallTests {
 func sha256Hex(_ text: String) -> String {
     Digest.Hasher.digest(.sha256, of: Array(text.utf8)).hexString
 }
+
+@Suite("install: folders moved in whole")
+struct InstallWholeFolderTests {
+    /// Every path under DEST except .hcpack, with its type and mode.
+    static func tree(_ root: String) -> [String] {
+        let items = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return items.filter { !$0.hasPrefix(".hcpack") }.sorted().map { path in
+            var info = stat()
+            lstat(root + "/" + path, &info)
+            return "\(path) \(String(info.st_mode & 0o170777, radix: 8))"
+        }
+    }
+
+    @Test("A first install gives the same tree, modes and receipt whether folders move whole or file by file")
+    func sameTreeEitherWay() throws {
+        let files = sampleFiles + [("levels/deep/3.json", "{\"level\": 3}\n"), ("art/big/empty.txt", "")]
+        let whole = InstallBench()
+        let archive = whole.archive(PackageArchive(files: files))
+        let result = try whole.installed(archive)
+        #expect(result.installed == files.map(\.0).sorted())
+        // DEST already holding the top folders (empty) places every file on its own.
+        let single = InstallBench()
+        single.folder.makeFolder("dest/levels")
+        single.folder.makeFolder("dest/art")
+        try single.installed(archive)
+        #expect(Self.tree(whole.dest) == Self.tree(single.dest))
+        #expect(Self.tree(whole.dest).contains("levels/deep 40755"))
+        #expect(Self.tree(whole.dest).contains("levels/deep/3.json 100644"))
+        #expect(whole.folder.read("dest/.hcpack/receipts/com.example.levels.json") == single.folder.read("dest/.hcpack/receipts/com.example.levels.json"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: whole.dest + "/.hcpack").sorted() == ["lock", "receipts"])
+    }
+
+    @Test("A staged folder holding a file Files does not list is placed file by file: the unlisted file stays out")
+    func unlistedFileStaysOut() throws {
+        let bench = InstallBench()
+        var package = PackageArchive()
+        package.listed = ["index.json", "levels/1.json", "art/Café.txt"]
+        let result = try bench.installed(bench.archive(package))
+        #expect(result.installed == ["art/Café.txt", "index.json", "levels/1.json"])
+        #expect(bench.read("levels/1.json") != nil)
+        #expect(bench.status("levels/2.json") == nil, "not listed, so not installed")
+        let bytes = try #require(bench.folder.read("dest/.hcpack/receipts/com.example.levels.json"))
+        let receipt = try #require(InstallReceipt.decode(bytes))
+        #expect(receipt.files.map(\.path) == result.installed)
+    }
+}
