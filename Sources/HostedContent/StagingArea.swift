@@ -32,8 +32,9 @@ public final class StagingArea {
     private var skippable: Set<String> = []
     /// Content files not written because DEST already held them.
     public private(set) var skipped: Set<String> = []
-    /// The folder of the previous file: archives list a folder's files together, so this saves most opens.
-    private var lastFolder: (path: String, handle: DirectoryHandle)?
+    /// The folders of the previous file, outermost first: archives list a folder's files together, and a
+    /// new folder mostly shares its parents with the last one, so only the folders that differ are made.
+    private var openFolders: [(name: Substring, handle: DirectoryHandle)] = []
     /// What each folder right under a Contents/ holds ("Contents/media", or "ROOT/Contents/media").
     private var topFolders: [String: FolderSummary] = [:]
 
@@ -118,14 +119,17 @@ public final class StagingArea {
         }
         var parts = name.split(separator: "/")
         guard let leaf = parts.popLast() else { return nil }
-        let folderPath = parts.joined(separator: "/")
+        // Names compare byte for byte: NFC and NFD spellings are two folders here.
+        var shared = 0
+        while shared < min(openFolders.count, parts.count), openFolders[shared].name.utf8.elementsEqual(parts[shared].utf8) {
+            shared += 1
+        }
+        openFolders.removeLast(openFolders.count - shared)
         let folder: DirectoryHandle
-        if let lastFolder, lastFolder.path == folderPath {
-            folder = lastFolder.handle
-        } else {
-            var current = directory
-            for component in parts {
-                let component = String(component)
+        do {
+            var current = openFolders.last?.handle ?? directory
+            for part in parts[shared...] {
+                let component = String(part)
                 // 0755 like the folders placing makes in DEST, since a whole folder may be moved there; the
                 // staging folder itself (0700) keeps everyone else out meanwhile.
                 if mkdirat(current.descriptor, component, 0o755) != 0 && errno != EEXIST {
@@ -141,9 +145,9 @@ public final class StagingArea {
                     throw HCPackError.system("open", path: current.describe(component), errno: code)
                 }
                 current = DirectoryHandle(descriptor: child, path: current.describe(component))
+                openFolders.append((part, current))
             }
             folder = current
-            lastFolder = (folderPath, current)
         }
         let descriptor = openat(folder.descriptor, String(leaf), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
@@ -229,7 +233,7 @@ public final class StagingArea {
 
     /// Removes the staging folder and everything in it.
     public func remove() throws(HCPackError) {
-        lastFolder = nil
+        openFolders = []
         replaced = nil
         try parent.removeTree(name + ".replaced")
         try parent.removeTree(name)
