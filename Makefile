@@ -1,7 +1,9 @@
 # hcpack: `make demo` and `make test` work on a fresh Debian machine with only the Swift toolchain.
 PREFIX ?= /usr/local
 SWIFT ?= swift
-BUILD_FLAGS ?= -c release
+# Release builds link the Swift runtime and Foundation in: the binary then runs on machines without a Swift
+# toolchain (CI images), starts in 10 ms instead of 22 and has 5 MiB less resident (bench/README.md).
+BUILD_FLAGS ?= -c release --static-swift-stdlib
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives, and to check the
 # generated man page (groff-base) and completions (zsh, fish); GNU time for make bench.
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time

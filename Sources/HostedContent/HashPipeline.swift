@@ -18,7 +18,8 @@ import Synchronization
 /// full buffer rather than once per file: with thousands of small files, per-file wake-ups were 15,000
 /// futex calls.
 ///
-/// A chunk can also be written to a file the pipeline owns (`adopt`): the worker writes it after hashing,
+/// A chunk can also be written to a file the pipeline owns (`adopt`): the worker writes it after hashing (or
+/// only writes it, for a caller that hashes on its own thread),
 /// starts its writeback, and closes the file when it ends. Writing is a third of install's and build's
 /// main thread otherwise (the copy into the page cache). The first write failure is kept and thrown by
 /// `check()` and `finishWriting()`; later writes are dropped.
@@ -26,7 +27,7 @@ final class HashPipeline: @unchecked Sendable {
     // @unchecked: a slot belongs to the caller until its jobs are submitted and to the worker until it is
     // released through `freeSlots`; everything else the worker shares sits behind the mutex.
     private enum Job {
-        case data(slot: Int, start: Int, count: Int, file: Int32)
+        case data(slot: Int, start: Int, count: Int, file: Int32, hashed: Bool)
         case end(ticket: Int)
         /// The worker is done with the slot once it reaches this job.
         case release(slot: Int)
@@ -85,15 +86,15 @@ final class HashPipeline: @unchecked Sendable {
     }
 
     /// Adds bytes to the current file's hash (copied: `bytes` may be reused as soon as this returns) and, when
-    /// `file` is an adopted descriptor, writes them to it.
-    func update(_ bytes: UnsafeRawBufferPointer, writingTo file: Int32 = -1) {
+    /// `file` is an adopted descriptor, writes them to it; with `hashing` false they are only written.
+    func update(_ bytes: UnsafeRawBufferPointer, writingTo file: Int32 = -1, hashing: Bool = true) {
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
             let count = min(Self.slotSize - used, bytes.count - offset)
             UnsafeMutableRawBufferPointer(rebasing: slots[slot][used..<(used + count)])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
-            batch.append(.data(slot: slot, start: used, count: count, file: file))
+            batch.append(.data(slot: slot, start: used, count: count, file: file, hashed: hashing))
             filling = (slot, used + count)
             offset += count
             if used + count == Self.slotSize { handOver() }
@@ -163,9 +164,9 @@ final class HashPipeline: @unchecked Sendable {
             }
             for job in jobs {
                 switch job {
-                case .data(let slot, let start, let count, let file):
+                case .data(let slot, let start, let count, let file, let hashed):
                     let bytes = UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)])
-                    hasher.update(bytes)
+                    if hashed { hasher.update(bytes) }
                     if file >= 0, let failure = files.write(bytes, to: file) { record(failure) }
                 case .end:
                     let digest = hasher.finalize()
