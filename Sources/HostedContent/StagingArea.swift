@@ -40,14 +40,14 @@ public final class StagingArea {
 
     /// The files staged in one folder, told apart from any other set of names by their count and a sum of
     /// their names' hashes (seeded per process, so a hostile archive cannot aim at a collision).
-    public struct FolderSummary: Equatable, Sendable {
-        public private(set) var files = 0
+    struct FolderSummary: Equatable, Sendable {
+        private(set) var files = 0
         private var nameHashes: UInt64 = 0
 
-        public init() {}
+        init() {}
 
         /// Adds a file by its path below the Contents/ folder, compared byte for byte.
-        public mutating func add(_ relativePath: Substring) {
+        mutating func add(_ relativePath: Substring) {
             var path = relativePath
             var hasher = Hasher()
             path.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
@@ -57,7 +57,7 @@ public final class StagingArea {
     }
 
     /// What was staged in `folder` (an archive path like "Contents/media"); nil when nothing was.
-    public func summary(ofTopFolder folder: String) -> FolderSummary? { topFolders[folder] }
+    func summary(ofTopFolder folder: String) -> FolderSummary? { topFolders[folder] }
 
     /// Creates a fresh, uniquely named folder in `parent` (like `mkdtemp`, but with `mkdirat` on a descriptor).
     public init(in parent: DirectoryHandle, progress: ProgressHandler? = nil) throws(HCPackError) {
