@@ -230,11 +230,10 @@ public enum Builder {
             // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
             var byPath = PositionIndex(expectedCount: items.count)
             for (index, item) in items.enumerated() {
-                byPath.insert(index, hash: PositionIndex.exactHash(item.path)) { items[$0].path.utf8.elementsEqual(item.path.utf8) }
+                byPath.insert(index, exactly: item.path) { items[$0].path }
             }
             for path in info.files ?? [] {
-                let full = Verifier.contentsPrefix + path
-                let found = byPath.find(PositionIndex.exactHash(full)) { items[$0].path.utf8.elementsEqual(full.utf8) }
+                let found = byPath.find(exactly: Verifier.contentsPrefix + path) { items[$0].path }
                 guard let index = found, items[index].kind == .file else { continue }
                 let item = items[index]
                 records[path] = FileRecord(size: item.size, sha256: item.sha256.hexString)

@@ -156,11 +156,7 @@ public final class DirectoryHandle {
     }
 
     private typealias RenameFunction = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-    /// Glibc's Swift module does not export `renameat2` (a GNU extension): looked up once with `dlsym`.
-    private static let renameat2: RenameFunction? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
-        return unsafeBitCast(symbol, to: RenameFunction.self)
-    }()
+    private static let renameat2 = gnuFunction("renameat2", as: RenameFunction.self)
 
     /// `linkat`: a second name for the file `name`, in `target` (same file system; never follows a symlink).
     public func link(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
@@ -325,19 +321,20 @@ public final class WritableFile {
     }
 }
 
-/// `syncfs(2)`, which Glibc's Swift module does not export (it is a GNU extension): looked up once with `dlsym`.
+/// A C library function that Glibc's Swift module does not export (GNU extensions such as `syncfs`,
+/// `sync_file_range`, `renameat2`), looked up with `dlsym`; nil where the C library lacks it.
+private func gnuFunction<Function>(_ name: String, as type: Function.Type) -> Function? {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+    return unsafeBitCast(symbol, to: Function.self)
+}
+
+/// `syncfs(2)` and `sync_file_range(2)`, looked up once with `gnuFunction`.
 enum FileSystemSync {
     private typealias Function = @convention(c) (Int32) -> Int32
-    private static let function: Function? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
-        return unsafeBitCast(symbol, to: Function.self)
-    }()
+    private static let function = gnuFunction("syncfs", as: Function.self)
 
     private typealias RangeFunction = @convention(c) (Int32, Int64, Int64, UInt32) -> Int32
-    private static let syncFileRange: RangeFunction? = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-        return unsafeBitCast(symbol, to: RangeFunction.self)
-    }()
+    private static let syncFileRange = gnuFunction("sync_file_range", as: RangeFunction.self)
 
     /// How much written data to let pile up before starting its writeback.
     static let writebackChunk: Int64 = 8 << 20

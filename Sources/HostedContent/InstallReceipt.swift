@@ -1,4 +1,5 @@
 import Foundation
+import Digest
 
 /// One installed file: its path relative to DEST, size and SHA-256.
 public struct InstalledFile: Sendable, Equatable, Codable {
@@ -163,7 +164,6 @@ enum JSONCoding {
     /// A JSON string literal as JSONEncoder writes it: `"` and `\` escaped, control characters as `\b \t \n
     /// \f \r` or `\u00xx`, everything else (`/`, DEL, non-ASCII) as its UTF-8 bytes.
     static func appendString(_ text: String, to out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {
@@ -174,7 +174,7 @@ enum JSONCoding {
             case 0x0c: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
             case 0x0d: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0..<0x20:
-                out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+                out += Array("\\u00".utf8) + Array([byte].hexString.utf8)
             default: out.append(byte)
             }
         }

@@ -377,7 +377,7 @@ struct ArchiveCollector {
 
     /// Where `name` is in `entries`, if it is there.
     func position(of name: String) -> Int? {
-        indexByPath.find(PositionIndex.exactHash(name)) { entries[$0].path.utf8.elementsEqual(name.utf8) }
+        indexByPath.find(exactly: name) { entries[$0].path }
     }
 
     static func isPlistCandidate(_ name: String) -> Bool {

@@ -145,8 +145,7 @@ private struct RuleChecker {
         indexByPath = PositionIndex(expectedCount: snapshot.entries.count)
         let entries = snapshot.entries
         for (index, entry) in entries.enumerated() {
-            let path = entry.path
-            indexByPath.update(index, hash: PositionIndex.exactHash(path)) { entries[$0].path.utf8.elementsEqual(path.utf8) }
+            indexByPath.update(index, exactly: entry.path) { entries[$0].path }
             if entry.kind == .symlink { hasSymlinks = true }
             var parent = Substring(entry.path)
             while let slash = parent.lastIndex(of: "/") {
@@ -170,7 +169,7 @@ private struct RuleChecker {
     /// The entry named exactly `path`, if any.
     func entry(_ path: Substring) -> PackageEntry? {
         let entries = snapshot.entries
-        return indexByPath.find(PositionIndex.exactHash(path)) { entries[$0].path.utf8.elementsEqual(path.utf8) }.map { entries[$0] }
+        return indexByPath.find(exactly: path) { entries[$0].path }.map { entries[$0] }
     }
 
     func entry(_ path: String) -> PackageEntry? { entry(path[...]) }
@@ -283,8 +282,7 @@ private struct RuleChecker {
         for (position, path) in listed.enumerated() {
             let syntax = PackagePath.filesEntryProblems(path)
             for (rule, message) in syntax { problems.add(rule, path: path, message) }
-            let repeated = listedIndex.insert(position, hash: PositionIndex.exactHash(path)) { listed[$0].utf8.elementsEqual(path.utf8) }
-            if repeated != nil {
+            if listedIndex.insert(position, exactly: path, keyAt: { listed[$0] }) != nil {
                 problems.add(.filesDuplicate, path: path, "'\(path)' is listed more than once; list each file once")
                 continue
             }
@@ -320,7 +318,7 @@ private struct RuleChecker {
     /// Whether Files lists exactly `path` (after `checkFilesList`).
     func isListed(_ path: Substring) -> Bool {
         let listed = self.listed
-        return listedIndex.find(PositionIndex.exactHash(path)) { listed[$0].utf8.elementsEqual(path.utf8) } != nil
+        return listedIndex.find(exactly: path) { listed[$0] } != nil
     }
 
     // MARK: Content

@@ -575,19 +575,24 @@ struct BuildOwnOutputTests {
     }
 }
 
+/// Replaces pkg/ContentInfo.plist with a binary plist of `dictionary` (a Python literal), keys in the given order.
+func writeBinaryPlist(_ dictionary: String, in folder: TemporaryFolder, sourceLocation: SourceLocation = #_sourceLocation) {
+    let made = python(
+        """
+        import plistlib
+        d = \(dictionary)
+        open('pkg/ContentInfo.plist', 'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY, sort_keys=False))
+        """, in: folder.path)
+    #expect(made.status == 0, "\(made.output)", sourceLocation: sourceLocation)
+}
+
 @Suite("build: plist handling")
 struct BuildPlistTests {
     @Test("A binary source plist is written back as XML, keys and values kept")
     func binarySourcePlist() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg")
-        let made = python(
-            """
-            import plistlib
-            d = {'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Extra': [1, True, 'x']}
-            open('pkg/ContentInfo.plist', 'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY, sort_keys=False))
-            """, in: folder.path)
-        #expect(made.status == 0, "\(made.output)")
+        writeBinaryPlist("{'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Extra': [1, True, 'x']}", in: folder)
         #expect(folder.read("pkg/ContentInfo.plist")?.starts(with: Array("bplist00".utf8)) == true)
         let result = try Builder.build(BuildOptions(source: folder.url("pkg"), output: folder.url("out.pkg"), format: .directory))
         #expect(result.productIdentifier == "com.example.binary")
@@ -640,13 +645,7 @@ struct BuildGeneratedPlistTests {
     func unwritableString() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg")
-        let made = python(
-            """
-            import plistlib
-            d = {'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Note': 'a\\x01b'}
-            open('pkg/ContentInfo.plist', 'wb').write(plistlib.dumps(d, fmt=plistlib.FMT_BINARY))
-            """, in: folder.path)
-        #expect(made.status == 0, "\(made.output)")
+        writeBinaryPlist("{'IAPProductIdentifier': 'com.example.binary', 'ContentVersion': '4', 'Note': 'a\\x01b'}", in: folder)
         let options = BuildOptions(source: folder.url("pkg"), output: folder.url("out.zip"))
         let plan = try Builder.prepare(options)
         #expect(plan.report.problems.rules.contains(.plistParse), "\(plan.report.problems.problems)")
