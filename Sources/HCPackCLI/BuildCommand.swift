@@ -82,7 +82,7 @@ struct BuildCommand: Command {
         let bar = ProgressBar(context: context, enabled: !json && !quiet)
         var plan: BuildPlan
         do {
-            plan = try Builder.prepare(options, progress: bar.handler)
+            plan = try Builder.prepare(options, progress: bar.handler, deferringDigests: true)
         } catch {
             bar.finish()
             throw error

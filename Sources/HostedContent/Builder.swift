@@ -50,6 +50,21 @@ public struct BuildPlan: Sendable {
     /// What the package leaves out.
     public var excluded: [ExcludedEntry]
     var items: [Item]
+    /// Where `plistBytes` holds a zeroed digest, and the item it stands for, in the plist's order.
+    var pendingDigests: [PendingDigest] = []
+
+    /// A digest `write` fills in once it has read the file.
+    struct PendingDigest: Sendable {
+        /// Offset of the 64 hex digits in `plistBytes`.
+        var offset: Int
+        /// Index of the file in `items`.
+        var item: Int
+    }
+
+    /// True when the sources have not been hashed yet (`prepare(_:progress:deferringDigests:)`): the integrity
+    /// records in `plistBytes` and `contentInfo` hold zeros, and `write` hashes each file as it copies it, then
+    /// writes the true plist over the reserved one.
+    public var digestsPending: Bool { !pendingDigests.isEmpty }
 
     /// True when the package has no errors and may be written.
     public var isValid: Bool { report.isValid() }
@@ -66,6 +81,22 @@ public struct BuildPlan: Sendable {
             return identity
         }
     }
+    /// `plistBytes` with each pending digest filled in from `digests`, one per file in item order.
+    func plistFillingDigests(_ digests: [[UInt8]]) -> [UInt8] {
+        var ticketOfItem = [Int](repeating: -1, count: items.count)
+        var ticket = 0
+        for (index, item) in items.enumerated() where item.kind == .file {
+            ticketOfItem[index] = ticket
+            ticket += 1
+        }
+        var plist = plistBytes
+        for pending in pendingDigests {
+            let hex = digests[ticketOfItem[pending.item]].hexString.utf8
+            plist.replaceSubrange(pending.offset..<(pending.offset + hex.count), with: hex)
+        }
+        return plist
+    }
+
     /// Regular files under Contents/ that will be written.
     public var fileCount: Int { items.count { $0.kind == .file } }
     /// Their total size.
@@ -76,7 +107,9 @@ public struct BuildPlan: Sendable {
 ///
 /// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
 /// the first entry), `write` streams each file again in 1 MiB chunks, comparing `fstat` stamps so a file that
-/// changed in between fails the build rather than contradicting its record.
+/// changed in between fails the build rather than contradicting its record. A stored zip needs one pass:
+/// its plist entry is reserved with zeroed digests, each file is hashed as it is copied, and the plist is
+/// written over its reservation at the end (`ZipEntryRewrite`).
 ///
 /// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips
 /// across hosts run with `TZ=UTC0`, as the `hcpack` executable does.
@@ -89,8 +122,14 @@ public enum Builder {
     /// Validates a build and plans it; writes nothing.
     /// - Throws: `HCPackError` `.notFound` for a missing source, `.invalidRequest` for a source that is not a
     ///   folder, missing identity for a plain folder, or an existing output without `force`.
-    /// - Parameter progress: told of the files hashed so far (phase "checking"; totals are not known yet).
-    public static func prepare(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildPlan {
+    /// - Parameters:
+    ///   - progress: told of the files hashed so far (phase "checking"; totals are not known yet).
+    ///   - deferringDigests: for a zip with `--compression store`, leave hashing to `write`, which then reads
+    ///     each source once instead of twice (see `BuildPlan.digestsPending`). For a plan that will be written
+    ///     right away; other formats and compressions hash here regardless.
+    public static func prepare(
+        _ options: BuildOptions, progress: ProgressHandler? = nil, deferringDigests: Bool = false
+    ) throws(HCPackError) -> BuildPlan {
         let source = normalizedPath(options.source)
         guard let status = try FileSystem.status(source) else {
             throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
@@ -137,12 +176,15 @@ public enum Builder {
         }
         try refuseExisting(output, force: options.force)
 
+        // Only a stored plist keeps its size when its digests change, so only then can its entry be reserved.
+        let defersDigests = deferringDigests && format == .zip && options.compression == .store
         let ownOutput = relativePath(output, inside: source)
         let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder, ownOutput: ownOutput)
         var checkedFiles = 0
         var checkedBytes: Int64 = 0
-        var snapshot = try PackageScanner.scanFolder(source, limits: options.verify.limits) { path in
-            guard filter.reason(for: path) == nil && filter.isContent(path) else { return false }
+        var snapshot = try PackageScanner.scanFolder(source, limits: options.verify.limits, knownPlist: nil) { path in
+            guard filter.reason(for: path) == nil && filter.isContent(path) else { return .head }
+            if defersDigests { return .headAndStamp }
             if let progress {
                 // Called just before each file is hashed: count it now, so a long first pass is not silent.
                 progress(
@@ -152,7 +194,7 @@ public enum Builder {
                 checkedFiles += 1
                 checkedBytes += (try? FileSystem.status(source + "/" + path))??.size ?? 0
             }
-            return true
+            return .hash
         }
 
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
@@ -165,6 +207,7 @@ public enum Builder {
         var excludedFolders: Set<ExactPath> = []
         var items: [BuildPlan.Item] = []
         items.reserveCapacity(entries.count + 1)
+        var pendingDigests: [BuildPlan.PendingDigest] = []
         for index in entries.indices {
             var entry = entries[index]
             if isInside(entry.path, anyOf: excludedFolders) { continue }
@@ -226,21 +269,37 @@ public enum Builder {
             if info.dictionary[ContentInfo.filesKey] == nil {
                 info.files = items.filter { $0.kind == .file }.map { String($0.path.dropFirst(Verifier.contentsPrefix.count)) }
             }
-            var records: [String: FileRecord] = [:]
             // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
             var byPath = PositionIndex(expectedCount: items.count)
             for (index, item) in items.enumerated() {
                 byPath.insert(index, exactly: item.path) { items[$0].path }
             }
-            for path in info.files ?? [] {
+            func item(listedAs path: String) -> Int? {
                 let found = byPath.find(exactly: Verifier.contentsPrefix + path) { items[$0].path }
-                guard let index = found, items[index].kind == .file else { continue }
-                let item = items[index]
-                records[path] = FileRecord(size: item.size, sha256: item.sha256.hexString)
+                return found.flatMap { items[$0].kind == .file ? $0 : nil }
             }
-            info.integrity = records
+            func recordIntegrity(pending: Bool) {
+                var records: [String: FileRecord] = [:]
+                for path in info.files ?? [] {
+                    guard let index = item(listedAs: path) else { continue }
+                    records[path] = FileRecord(size: items[index].size, sha256: pending ? pendingDigest : items[index].sha256.hexString)
+                }
+                info.integrity = records
+            }
+            recordIntegrity(pending: defersDigests)
+            var encoded = info.encodeXML()
+            if defersDigests {
+                if let slots = pendingDigestSlots(in: encoded, order: (try? info.integrityRecords())?.paths ?? [], item: item(listedAs:)) {
+                    pendingDigests = slots
+                } else {
+                    // Zeros elsewhere in the plist would make the slots ambiguous: hash now, as without deferral.
+                    try hashFiles(of: &items, source: source)
+                    recordIntegrity(pending: false)
+                    encoded = info.encodeXML()
+                }
+            }
             contentInfo = info
-            plistBytes = info.encodeXML()
+            plistBytes = encoded
         }
         if let plistBytes, contentInfo != nil || hasPlist {
             entries.insert(PackageEntry(path: ContentInfo.fileName, kind: .file, size: Int64(plistBytes.count)), at: 0)
@@ -260,14 +319,60 @@ public enum Builder {
 
         return BuildPlan(
             source: source, sourceKind: sourceKind, output: output, format: format, contentInfo: contentInfo,
-            plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items)
+            plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items, pendingDigests: pendingDigests)
+    }
+
+    /// What a deferred plist records in place of each digest until `write` has it.
+    static let pendingDigest = String(repeating: "0", count: 64)
+
+    /// Where each zeroed digest sits in `plist`, paired with its file, given the recorded paths in plist order;
+    /// nil unless the zeros appear exactly once per record (a source plist could carry them elsewhere).
+    static func pendingDigestSlots(
+        in plist: [UInt8], order: [String], item: (String) -> Int?
+    ) -> [BuildPlan.PendingDigest]? {
+        let marker = Array(("<string>" + pendingDigest + "</string>").utf8)
+        var offsets: [Int] = []
+        offsets.reserveCapacity(order.count)
+        plist.withUnsafeBytes { haystack in
+            marker.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, let needleBase = needle.baseAddress else { return }
+                var offset = 0
+                while offset + needle.count <= haystack.count {
+                    if haystack[offset] == needle[0] && memcmp(base + offset, needleBase, needle.count) == 0 {
+                        offsets.append(offset + 8)  // past "<string>"
+                        offset += needle.count
+                    } else {
+                        offset += 1
+                    }
+                }
+            }
+        }
+        guard offsets.count == order.count else { return nil }
+        var slots: [BuildPlan.PendingDigest] = []
+        slots.reserveCapacity(order.count)
+        for (offset, path) in zip(offsets, order) {
+            guard let index = item(path) else { return nil }
+            slots.append(BuildPlan.PendingDigest(offset: offset, item: index))
+        }
+        return slots
+    }
+
+    /// Hashes the files of `items` on every core, as the scan does, for a plan whose deferral fell through.
+    private static func hashFiles(of items: inout [BuildPlan.Item], source: String) throws(HCPackError) {
+        let files = items.indices.filter { items[$0].kind == .file }
+        let pending = files.map { PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash) }
+        for (index, facts) in zip(files, try PackageScanner.readAll(pending, root: source)) {
+            items[index].sha256 = facts.sha256 ?? []
+            items[index].size = facts.size
+            items[index].stamp = facts.stamp
+        }
     }
 
     /// Prepares and writes in one call.
     @discardableResult
     /// - Throws: `HCPackError` `.invalidPackage` when the package has errors (use `prepare` to get the report).
     public static func build(_ options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError) -> BuildResult {
-        var plan = try prepare(options, progress: progress)
+        var plan = try prepare(options, progress: progress, deferringDigests: true)
         plan.releaseCheckedContents()
         return try write(plan, options: options, progress: progress)
     }
@@ -357,7 +462,7 @@ public enum Builder {
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch)
+                    modificationTime: options.sourceDateEpoch, hashingStream: !plan.digestsPending)
             } catch {
                 close(descriptor)
                 unlink(temporary)
@@ -375,14 +480,21 @@ public enum Builder {
             compression: options.compression.choose(head: plan.plistBytes))
         try sink.write(plan.plistBytes)
         try sink.endFile()
+        // Deferred digests: each file is hashed on a thread of its own from the chunks copied into the archive.
+        let sourceHashes = plan.digestsPending ? HashPipeline() : nil
         for item in plan.items {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
             } else {
-                try copy(item, from: plan.source, into: sink, compression: options.compression, tracker: &tracker)
+                try copy(item, from: plan.source, into: sink, hashingInto: sourceHashes, compression: options.compression, tracker: &tracker)
             }
         }
-        try sink.finish()
+        if let sourceHashes, let archive = sink as? ArchiveSink {
+            let final = plan.plistFillingDigests(sourceHashes.finish())
+            try archive.finish(rewritingFirstFile: (ContentInfo.fileName, plan.plistBytes, final))
+        } else {
+            try sink.finish()
+        }
 
         let (outputBytes, digest): (Int64, String?) =
             if let archive = sink as? ArchiveSink {
@@ -406,8 +518,8 @@ public enum Builder {
     /// hashed, rather than hashing a second time: any write changes the change time, and a second SHA-256
     /// pass was a third of the build's CPU.
     private static func copy(
-        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, compression: CompressionPolicy,
-        tracker: inout ProgressTracker
+        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, hashingInto hashes: HashPipeline?,
+        compression: CompressionPolicy, tracker: inout ProgressTracker
     ) throws(HCPackError) {
         let sourcePath = item.sourceRelative.isEmpty ? source : source + "/" + item.sourceRelative
         let file = try OpenFile(reading: sourcePath)
@@ -426,11 +538,13 @@ public enum Builder {
             }
             guard written + Int64(chunk.count) <= item.size else { throw changed }
             try sink.write(chunk)
+            hashes?.update(chunk)
             written += Int64(chunk.count)
             tracker.advance(bytes: Int64(chunk.count))
         }
         if !begun { try sink.addFile(item.path, size: item.size, compression: .store) }
         guard written == item.size, try file.stamp() == stamp else { throw changed }
+        _ = hashes?.end()  // tickets count files in item order
         try sink.endFile()
         tracker.finishFile()
     }

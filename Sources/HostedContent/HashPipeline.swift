@@ -32,7 +32,7 @@ final class HashPipeline: @unchecked Sendable {
         /// The worker is done with the slot once it reaches this job.
         case release(slot: Int)
         /// From here on `descriptor` is the worker's, known as `path` in messages.
-        case adopt(descriptor: Int32, path: String)
+        case adopt(descriptor: Int32, path: String, startsWriteback: Bool)
         /// Closes an adopted file; with `keep`, first sets mode 0644 and (without syncfs) fsyncs it.
         case close(descriptor: Int32, keep: Bool)
         case stop
@@ -69,14 +69,15 @@ final class HashPipeline: @unchecked Sendable {
     }
 
     /// Takes over an open file: `update(_:writingTo:)` appends to it, `close` closes it. The caller must not
-    /// use or close the descriptor afterwards.
-    func adopt(_ descriptor: Int32, path: String) {
+    /// use or close the descriptor afterwards. Without `startsWriteback` the worker only writes (another
+    /// thread puts the file on disk, `ProgressiveSync`).
+    func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool = true) {
         if openFiles.wait(timeout: .now()) == .timedOut {
             // Too many files waiting for their close: hand over the queued closes, then wait for one.
             handOver()
             openFiles.wait()
         }
-        batch.append(.adopt(descriptor: descriptor, path: path))
+        batch.append(.adopt(descriptor: descriptor, path: path, startsWriteback: startsWriteback))
     }
 
     /// Closes an adopted file once everything before has been written; with `keep` false (an abandoned
@@ -174,8 +175,8 @@ final class HashPipeline: @unchecked Sendable {
                     hasher = Digest.Hasher(.sha256)
                 case .release:
                     freeSlots.signal()
-                case .adopt(let descriptor, let path):
-                    files.adopt(descriptor, path: path)
+                case .adopt(let descriptor, let path, let startsWriteback):
+                    files.adopt(descriptor, path: path, startsWriteback: startsWriteback)
                 case .close(let descriptor, let keep):
                     if let failure = files.close(descriptor, keep: keep) { record(failure) }
                     openFiles.signal()
@@ -199,14 +200,15 @@ final class HashPipeline: @unchecked Sendable {
 private struct AdoptedFiles {
     private struct File {
         var path: String
+        var startsWriteback: Bool
         var written: Int64 = 0
         var writebackStarted: Int64 = 0
         var failed = false
     }
     private var files: [Int32: File] = [:]
 
-    mutating func adopt(_ descriptor: Int32, path: String) {
-        files[descriptor] = File(path: path)
+    mutating func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool) {
+        files[descriptor] = File(path: path, startsWriteback: startsWriteback)
     }
 
     /// Writes all of `bytes`; after a failure the file gets nothing more.
@@ -225,7 +227,7 @@ private struct AdoptedFiles {
         }
         file.written += Int64(bytes.count)
         // Writeback starts here, on the worker, rather than all at once in the final sync.
-        if file.written - file.writebackStarted >= FileSystemSync.writebackChunk {
+        if file.startsWriteback && file.written - file.writebackStarted >= FileSystemSync.writebackChunk {
             FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
             file.writebackStarted = file.written
         }
@@ -241,7 +243,7 @@ private struct AdoptedFiles {
                 failure = HCPackError.system("chmod", path: file.path, errno: errno)
             } else if !FileSystemSync.isAvailable, fsync(descriptor) != 0 {
                 failure = HCPackError.system("fsync", path: file.path, errno: errno)
-            } else if file.written - file.writebackStarted >= 128 << 10 {
+            } else if file.startsWriteback && file.written - file.writebackStarted >= 128 << 10 {
                 // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
                 FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
             }

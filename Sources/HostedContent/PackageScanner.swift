@@ -62,6 +62,22 @@ public enum PackageScanner {
     static func scanFolder(
         _ root: String, limits: ReadLimits, knownPlist: [UInt8]?, hashFiles: (String) -> Bool
     ) throws(HCPackError) -> PackageSnapshot {
+        try scanFolder(root, limits: limits, knownPlist: knownPlist) { hashFiles($0) ? .hash : .head }
+    }
+
+    /// How much of a folder's file the scan reads.
+    enum FileReading: Sendable {
+        /// The first bytes (executables are told apart by them).
+        case head
+        /// The first bytes and the file's stamp, for a build that hashes the file later, while writing it.
+        case headAndStamp
+        /// Everything: the SHA-256, and the stamp when the file held still while it was read.
+        case hash
+    }
+
+    static func scanFolder(
+        _ root: String, limits: ReadLimits, knownPlist: [UInt8]?, reading: (String) -> FileReading
+    ) throws(HCPackError) -> PackageSnapshot {
         var entries: [PackageEntry] = []
         var problems = ProblemList()
         var plistBytes: [UInt8]?
@@ -95,7 +111,7 @@ public enum PackageScanner {
                         plistBytes = try readPlist(full, limit: limits.plist.maxBytes, problems: &problems)
                         if let knownPlist, plistBytes == knownPlist { plistBytes = knownPlist }
                     }
-                    pending.append(PendingFile(index: entries.count, path: path, hash: hashFiles(path)))
+                    pending.append(PendingFile(index: entries.count, path: path, reading: reading(path)))
                 default:
                     break
                 }
@@ -110,6 +126,9 @@ public enum PackageScanner {
                 entries[file.index].sha256 = digest
                 entries[file.index].size = result.size
                 entries[file.index].stamp = result.stamp
+            } else if let stamp = result.stamp {
+                entries[file.index].size = stamp.size
+                entries[file.index].stamp = stamp
             }
         }
         return PackageSnapshot(origin: .folder(path: root), entries: entries, contentInfoBytes: plistBytes, scanProblems: problems)
@@ -129,7 +148,7 @@ public enum PackageScanner {
         var index: Int
         /// Relative to the root (the entry's own string: a full path per file was 100 bytes a file).
         var path: String
-        var hash: Bool
+        var reading: FileReading
     }
 
     /// What reading a file found.
@@ -155,7 +174,7 @@ public enum PackageScanner {
                 guard index < files.count, !slots.failed else { return }
                 do throws(HCPackError) {
                     let path = root + "/" + files[index].path
-                    slots.store(.success(try sniffAndHash(path, hash: files[index].hash)), at: index)
+                    slots.store(.success(try read(path, files[index].reading)), at: index)
                 } catch {
                     slots.store(.failure(error), at: index)
                 }
@@ -165,13 +184,15 @@ public enum PackageScanner {
     }
 
     /// Reads a file once: its first bytes tell executables apart, and its SHA-256 is computed when asked.
-    private static func sniffAndHash(_ path: String, hash: Bool) throws(HCPackError) -> FileFacts {
+    private static func read(_ path: String, _ reading: FileReading) throws(HCPackError) -> FileFacts {
         let file = try OpenFile(reading: path)
-        if !hash {
+        if reading != .hash {
+            let stamp = reading == .headAndStamp ? try file.stamp() : nil
             var head = [UInt8](repeating: 0, count: ExecutableKind.headLength)
             let count = head.withUnsafeMutableBytes { Glibc.read(file.descriptor, $0.baseAddress, $0.count) }
             if count < 0 { throw HCPackError.system("read", path: path, errno: errno) }
-            return FileFacts(executable: head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) })
+            return FileFacts(
+                executable: head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) }, stamp: stamp)
         }
         let stamp = try file.stamp()
         let hasher = Digest.Hasher(.sha256)

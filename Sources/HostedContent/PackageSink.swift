@@ -1,5 +1,8 @@
 import ArchiveIO
 import Digest
+import Dispatch
+import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -33,6 +36,9 @@ extension PackageSink {
 /// through a `HashPipeline`, whose worker thread writes them to the file while this thread reads sources,
 /// runs libarchive and hashes the bytes for the summary's SHA-256 (no second read). Hashing here rather than
 /// on the worker: with both there, the worker was busy all through writing and this thread two thirds idle.
+///
+/// A sink whose first file is rewritten at the end (`finish(rewritingFirstFile:)`) cannot hash the stream:
+/// it reads the finished archive back instead, while the final `fsync` waits for the disk.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     /// A duplicate of `descriptor` that the pipeline writes to and closes.
@@ -42,21 +48,28 @@ final class ArchiveSink: PackageSink {
     private let output: String
     private let modificationTime: Int64
     private let pipeline = HashPipeline()
-    private let hasher = Digest.Hasher(.sha256)
+    /// Hashes the stream as it is written; nil when the first file will be rewritten.
+    private let hasher: Digest.Hasher?
     /// The pipeline's write failure, once seen: it names the output and keeps the errno (disk full...).
     private var writeFailure: HCPackError?
+    /// Puts the archive on disk while it is written.
+    private var diskSync: ProgressiveSync?
     /// Bytes of archive written so far.
     private(set) var bytesWritten: Int64 = 0
     /// The archive's SHA-256, once `finish` has run.
     private(set) var digest: [UInt8]?
 
-    init(descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64) throws(HCPackError) {
+    init(
+        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, hashingStream: Bool = true
+    ) throws(HCPackError) {
         self.descriptor = descriptor
+        hasher = hashingStream ? Digest.Hasher(.sha256) : nil
         self.output = output
         self.modificationTime = modificationTime
         pipelineDescriptor = dup(descriptor)
         guard pipelineDescriptor >= 0 else { throw HCPackError.system("dup", path: output, errno: errno) }
-        pipeline.adopt(pipelineDescriptor, path: output)
+        pipeline.adopt(pipelineDescriptor, path: output, startsWriteback: false)
+        diskSync = ProgressiveSync(descriptor, path: output)
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
                 try self.emit(bytes)
@@ -74,7 +87,7 @@ final class ArchiveSink: PackageSink {
             writeFailure = error
             throw ArchiveError(.io, error.message)
         }
-        hasher.update(bytes)
+        hasher?.update(bytes)
         pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: false)
         bytesWritten += Int64(bytes.count)
     }
@@ -104,16 +117,63 @@ final class ArchiveSink: PackageSink {
     func endFile() throws(HCPackError) {}
 
     func finish() throws(HCPackError) {
+        try finish(rewritingFirstFile: nil)
+    }
+
+    /// Ends the archive; with `rewrite`, first writes `final` over the first file's `reserved` data (see
+    /// `ZipEntryRewrite`), then hashes the archive from disk while `fsync` runs.
+    func finish(rewritingFirstFile rewrite: (name: String, reserved: [UInt8], final: [UInt8])?) throws(HCPackError) {
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
         // The worker's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
         // whatever the umask.
         pipeline.close(pipelineDescriptor, keep: true)
         try pipeline.finishWriting()
-        digest = hasher.finalize()
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
+        try diskSync?.finish()
+        diskSync = nil
+        if let hasher {
+            digest = hasher.finalize()
+            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
+        } else {
+            if let rewrite {
+                try ZipEntryRewrite.replaceFirstEntry(
+                    in: descriptor, path: output, name: rewrite.name, reserved: rewrite.reserved, final: rewrite.final)
+            }
+            digest = try hashWhileSyncing()
+        }
         isOpen = false
         guard close(descriptor) == 0 else { throw HCPackError.system("close", path: output, errno: errno) }
+    }
+
+    /// The archive's SHA-256, read back from the page cache on this thread while another waits for `fsync`.
+    private func hashWhileSyncing() throws(HCPackError) -> [UInt8] {
+        let descriptor = descriptor
+        let syncFailure = ErrnoBox()
+        let synced = DispatchSemaphore(value: 0)
+        let syncing = Thread {
+            if fsync(descriptor) != 0 { syncFailure.code.withLock { $0 = errno } }
+            synced.signal()
+        }
+        syncing.start()
+        let hasher = Digest.Hasher(.sha256)
+        var readFailure: Int32 = 0
+        let chunkSize = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        var offset: off_t = 0
+        while true {
+            let count = pread(descriptor, buffer.baseAddress, chunkSize, offset)
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { readFailure = errno }
+            if count <= 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            offset += off_t(count)
+        }
+        buffer.deallocate()
+        synced.wait()
+        let code = syncFailure.code.withLock { $0 }
+        guard code == 0 else { throw HCPackError.system("fsync", path: output, errno: code) }
+        guard readFailure == 0 else { throw HCPackError.system("read back", path: output, errno: readFailure) }
+        return hasher.finalize()
     }
 
     private func archive(_ body: () throws(ArchiveError) -> Void) throws(HCPackError) {
@@ -129,6 +189,11 @@ final class ArchiveSink: PackageSink {
         if let code = error.errno { return HCPackError.system("write", path: output, errno: code) }
         return HCPackError(.io, "\(output): \(error.message)", path: output)
     }
+}
+
+/// An errno set on another thread.
+private final class ErrnoBox: Sendable {
+    let code = Mutex<Int32>(0)
 }
 
 /// Writes a package folder: folders 0755, files 0644, every timestamp the build's, each file fsync'd.

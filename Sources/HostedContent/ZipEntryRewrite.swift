@@ -1,0 +1,152 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Rewrites the data of a zip's first entry in place, once libarchive has written the whole archive: a build
+/// that hashes its sources while writing them reserves ContentInfo.plist (first, stored, digests zeroed) and
+/// writes the real one over it at the end. Same length, so only the data and its CRC-32 change: in the data
+/// descriptor (or the local header) and in the central directory.
+///
+/// Every field is checked against what was reserved before a byte is written; a layout that does not match
+/// (another libarchive, a bug) fails the build rather than leave an archive whose plist does not match its CRC.
+enum ZipEntryRewrite {
+    private static let localHeaderSignature: UInt32 = 0x0403_4b50
+    private static let descriptorSignature: UInt32 = 0x0807_4b50
+    private static let centralHeaderSignature: UInt32 = 0x0201_4b50
+    private static let endSignature: UInt32 = 0x0605_4b50
+    private static let zip64LocatorSignature: UInt32 = 0x0706_4b50
+    private static let zip64EndSignature: UInt32 = 0x0606_4b50
+
+    /// Replaces the first entry's data (`reserved`, stored) with `final`, of the same length.
+    /// - Parameters:
+    ///   - descriptor: the finished archive, open for reading and writing.
+    ///   - path: how messages name it.
+    ///   - name: the first entry's name, checked in both headers.
+    /// - Throws: `HCPackError` `.io` when the archive is not laid out as reserved, or a read or write fails.
+    static func replaceFirstEntry(
+        in descriptor: Int32, path: String, name: String, reserved: [UInt8], final: [UInt8]
+    ) throws(HCPackError) {
+        let file = PositionedFile(descriptor: descriptor, path: path)
+        func layout(_ what: String) -> HCPackError {
+            HCPackError(.io, "\(path): \(what) is not where the build left it; nothing was written, report this as a bug", path: path)
+        }
+        guard final.count == reserved.count else { throw layout("the plist's reserved space") }
+        let reservedCRC = CRC32.checksum(reserved)
+
+        // Local header: signature, flags, method, CRC, sizes, name and extra lengths, then name, extra, data.
+        let local = try file.read(30, at: 0)
+        let nameBytes = Array(name.utf8)
+        guard local.uint32(at: 0) == localHeaderSignature, local.uint16(at: 8) == 0,
+            Int(local.uint16(at: 26)) == nameBytes.count, try file.read(nameBytes.count, at: 30) == nameBytes
+        else { throw layout("\(name)'s local header") }
+        let dataStart = Int64(30 + nameBytes.count + Int(local.uint16(at: 28)))
+        guard try file.matches(reserved, at: dataStart) else { throw layout("\(name)'s data") }
+        let dataEnd = dataStart + Int64(reserved.count)
+
+        // Bit 3: the CRC follows the data (after an optional signature); otherwise it is in the local header.
+        let localCRCOffset: Int64
+        if local.uint16(at: 6) & 0x8 != 0 {
+            let descriptorHead = try file.read(8, at: dataEnd)
+            localCRCOffset = descriptorHead.uint32(at: 0) == descriptorSignature ? dataEnd + 4 : dataEnd
+        } else {
+            localCRCOffset = 14
+        }
+        guard try file.read(4, at: localCRCOffset).uint32(at: 0) == reservedCRC else { throw layout("\(name)'s CRC-32") }
+
+        // Central directory: its offset is in the end record (libarchive writes no comment), or in the Zip64 one.
+        let size = try file.size()
+        guard size >= 22 else { throw layout("the end record") }
+        let end = try file.read(22, at: size - 22)
+        guard end.uint32(at: 0) == endSignature else { throw layout("the end record") }
+        var directoryOffset = Int64(end.uint32(at: 16))
+        if directoryOffset == 0xFFFF_FFFF {
+            guard size >= 42 else { throw layout("the Zip64 end record") }
+            let locator = try file.read(20, at: size - 42)
+            guard locator.uint32(at: 0) == zip64LocatorSignature else { throw layout("the Zip64 end locator") }
+            let zip64End = try file.read(56, at: Int64(bitPattern: locator.uint64(at: 8)))
+            guard zip64End.uint32(at: 0) == zip64EndSignature else { throw layout("the Zip64 end record") }
+            directoryOffset = Int64(bitPattern: zip64End.uint64(at: 48))
+        }
+        let central = try file.read(46, at: directoryOffset)
+        guard central.uint32(at: 0) == centralHeaderSignature, central.uint32(at: 16) == reservedCRC,
+            central.uint32(at: 42) == 0, Int(central.uint16(at: 28)) == nameBytes.count,
+            try file.read(nameBytes.count, at: directoryOffset + 46) == nameBytes
+        else { throw layout("\(name)'s central directory record") }
+
+        let finalCRC = littleEndianBytes(CRC32.checksum(final))
+        try file.write(final, at: dataStart)
+        try file.write(finalCRC, at: localCRCOffset)
+        try file.write(finalCRC, at: directoryOffset + 16)
+    }
+
+    private static func littleEndianBytes(_ value: UInt32) -> [UInt8] {
+        (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+}
+
+/// `pread`/`pwrite` of whole ranges, with errors that name the file.
+private struct PositionedFile {
+    let descriptor: Int32
+    let path: String
+
+    func size() throws(HCPackError) -> Int64 {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
+        return Int64(info.st_size)
+    }
+
+    /// Exactly `count` bytes at `offset`; fewer (the file ends) is an error.
+    func read(_ count: Int, at offset: Int64) throws(HCPackError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let result = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                throw result < 0
+                    ? HCPackError.system("read", path: path, errno: errno)
+                    : HCPackError(.io, "\(path) ends before byte \(offset + Int64(count)); it was cut short while being written", path: path)
+            }
+            done += result
+        }
+        return bytes
+    }
+
+    /// Whether the file holds `expected` at `offset`, compared a MiB at a time.
+    func matches(_ expected: [UInt8], at offset: Int64) throws(HCPackError) -> Bool {
+        let chunk = 1 << 20
+        var start = 0
+        while start < expected.count {
+            let count = min(chunk, expected.count - start)
+            guard try read(count, at: offset + Int64(start))[...] == expected[start..<(start + count)] else { return false }
+            start += count
+        }
+        return true
+    }
+
+    func write(_ bytes: [UInt8], at offset: Int64) throws(HCPackError) {
+        var done = 0
+        while done < bytes.count {
+            let result = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { throw HCPackError.system("write", path: path, errno: result < 0 ? errno : EIO) }
+            done += result
+        }
+    }
+}
+
+extension [UInt8] {
+    fileprivate func uint16(at offset: Int) -> UInt16 {
+        UInt16(self[offset]) | UInt16(self[offset + 1]) << 8
+    }
+
+    fileprivate func uint32(at offset: Int) -> UInt32 {
+        (0..<4).reduce(0) { $0 | UInt32(self[offset + $1]) << (8 * $1) }
+    }
+
+    fileprivate func uint64(at offset: Int) -> UInt64 {
+        (0..<8).reduce(0) { $0 | UInt64(self[offset + $1]) << (8 * $1) }
+    }
+}
