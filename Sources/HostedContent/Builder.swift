@@ -62,8 +62,8 @@ public struct BuildPlan: Sendable {
     }
 
     /// True when the sources have not been hashed yet (`prepare(_:progress:deferringDigests:)`): the integrity
-    /// records in `plistBytes` and `contentInfo` hold zeros, and `write` hashes each file as it copies it, then
-    /// writes the true plist over the reserved one.
+    /// records in `plistBytes` and `contentInfo` hold zeros, and `write` hashes the files while it copies
+    /// them, then writes the true plist over the reserved one.
     public var digestsPending: Bool { !pendingDigests.isEmpty }
 
     /// True when the package has no errors and may be written.
@@ -81,17 +81,29 @@ public struct BuildPlan: Sendable {
             return identity
         }
     }
-    /// `plistBytes` with each pending digest filled in from `digests`, one per file in item order.
-    func plistFillingDigests(_ digests: [[UInt8]]) -> [UInt8] {
-        var ticketOfItem = [Int](repeating: -1, count: items.count)
-        var ticket = 0
-        for (index, item) in items.enumerated() where item.kind == .file {
-            ticketOfItem[index] = ticket
-            ticket += 1
+    /// The files to hash for the pending digests, in item order.
+    var sourceFiles: [PackageScanner.PendingFile] {
+        items.indices.filter { items[$0].kind == .file }.map {
+            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash)
+        }
+    }
+
+    /// Waits for the sources' digests, checks each file was hashed as planned (the stamp the copy checks
+    /// too), and returns `plistBytes` with them filled in.
+    func plistWithDigests(from hashing: SourceHashing) throws(HCPackError) -> [UInt8] {
+        let files = sourceFiles
+        let facts = try hashing.results()
+        guard facts.count == files.count else { throw Builder.changedError(source) }  // not reached: a cancelled run
+        var digestOfItem = [[UInt8]](repeating: [], count: items.count)
+        for (file, fact) in zip(files, facts) {
+            guard let digest = fact.sha256, fact.stamp != nil, fact.stamp == items[file.index].stamp else {
+                throw Builder.changedError(source + "/" + file.path)
+            }
+            digestOfItem[file.index] = digest
         }
         var plist = plistBytes
         for pending in pendingDigests {
-            let hex = digests[ticketOfItem[pending.item]].hexString.utf8
+            let hex = digestOfItem[pending.item].hexString.utf8
             plist.replaceSubrange(pending.offset..<(pending.offset + hex.count), with: hex)
         }
         return plist
@@ -107,9 +119,9 @@ public struct BuildPlan: Sendable {
 ///
 /// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
 /// the first entry), `write` streams each file again in 1 MiB chunks, comparing `fstat` stamps so a file that
-/// changed in between fails the build rather than contradicting its record. A stored zip needs one pass:
-/// its plist entry is reserved with zeroed digests, each file is hashed as it is copied, and the plist is
-/// written over its reservation at the end (`ZipEntryRewrite`).
+/// changed in between fails the build rather than contradicting its record. A stored zip does not wait for
+/// the first: its plist entry is reserved with zeroed digests, the files are hashed while they are copied
+/// (`SourceHashing`), and the plist is written over its reservation once they are (`ArchiveFollower`).
 ///
 /// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips
 /// across hosts run with `TZ=UTC0`, as the `hcpack` executable does.
@@ -124,8 +136,8 @@ public enum Builder {
     ///   folder, missing identity for a plain folder, or an existing output without `force`.
     /// - Parameters:
     ///   - progress: told of the files hashed so far (phase "checking"; totals are not known yet).
-    ///   - deferringDigests: for a zip with `--compression store`, leave hashing to `write`, which then reads
-    ///     each source once instead of twice (see `BuildPlan.digestsPending`). For a plan that will be written
+    ///   - deferringDigests: for a zip with `--compression store`, leave hashing to `write`, which then hashes
+    ///     while it copies instead of before (see `BuildPlan.digestsPending`). For a plan that will be written
     ///     right away; other formats and compressions hash here regardless.
     public static func prepare(
         _ options: BuildOptions, progress: ProgressHandler? = nil, deferringDigests: Bool = false
@@ -453,16 +465,25 @@ public enum Builder {
 
         let sink: PackageSink
         let temporary: String
+        let sourceHashing = plan.digestsPending && plan.format == .zip ? SourceHashing(plan.sourceFiles, root: plan.source) : nil
+        defer { sourceHashing?.cancel() }
         if plan.format == .directory {
             temporary = try makeTemporaryFolder(template, for: output)
             sink = FolderSink(root: temporary, output: output, modificationTime: options.sourceDateEpoch)
         } else {
             let (descriptor, path) = try makeTemporaryFile(template, for: output)
             temporary = path
+            // Deferred digests: the sources are hashed on threads of their own while they are copied; once all
+            // are, the archive gets its real plist and is hashed behind the writer.
+            let reservedPlist = sourceHashing.map { hashing in
+                (name: ContentInfo.fileName, reserved: plan.plistBytes, final: { @Sendable () throws(HCPackError) -> [UInt8] in
+                    try plan.plistWithDigests(from: hashing)
+                })
+            }
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch, hashingStream: !plan.digestsPending)
+                    modificationTime: options.sourceDateEpoch, reservedFirstFile: reservedPlist)
             } catch {
                 close(descriptor)
                 unlink(temporary)
@@ -480,21 +501,14 @@ public enum Builder {
             compression: options.compression.choose(head: plan.plistBytes))
         try sink.write(plan.plistBytes)
         try sink.endFile()
-        // Deferred digests: each file is hashed on a thread of its own from the chunks copied into the archive.
-        let sourceHashes = plan.digestsPending ? HashPipeline() : nil
         for item in plan.items {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
             } else {
-                try copy(item, from: plan.source, into: sink, hashingInto: sourceHashes, compression: options.compression, tracker: &tracker)
+                try copy(item, from: plan.source, into: sink, compression: options.compression, tracker: &tracker)
             }
         }
-        if let sourceHashes, let archive = sink as? ArchiveSink {
-            let final = plan.plistFillingDigests(sourceHashes.finish())
-            try archive.finish(rewritingFirstFile: (ContentInfo.fileName, plan.plistBytes, final))
-        } else {
-            try sink.finish()
-        }
+        try sink.finish()
 
         let (outputBytes, digest): (Int64, String?) =
             if let archive = sink as? ArchiveSink {
@@ -518,15 +532,12 @@ public enum Builder {
     /// hashed, rather than hashing a second time: any write changes the change time, and a second SHA-256
     /// pass was a third of the build's CPU.
     private static func copy(
-        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, hashingInto hashes: HashPipeline?,
-        compression: CompressionPolicy, tracker: inout ProgressTracker
+        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, compression: CompressionPolicy,
+        tracker: inout ProgressTracker
     ) throws(HCPackError) {
         let sourcePath = item.sourceRelative.isEmpty ? source : source + "/" + item.sourceRelative
         let file = try OpenFile(reading: sourcePath)
-        let changed = HCPackError(
-            .io,
-            "\(sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
-            path: sourcePath)
+        let changed = changedError(sourcePath)
         guard let stamp = item.stamp, try file.stamp() == stamp else { throw changed }
         var written: Int64 = 0
         var begun = false
@@ -538,15 +549,19 @@ public enum Builder {
             }
             guard written + Int64(chunk.count) <= item.size else { throw changed }
             try sink.write(chunk)
-            hashes?.update(chunk)
             written += Int64(chunk.count)
             tracker.advance(bytes: Int64(chunk.count))
         }
         if !begun { try sink.addFile(item.path, size: item.size, compression: .store) }
         guard written == item.size, try file.stamp() == stamp else { throw changed }
-        _ = hashes?.end()  // tickets count files in item order
         try sink.endFile()
         tracker.finishFile()
+    }
+
+    static func changedError(_ sourcePath: String) -> HCPackError {
+        HCPackError(
+            .io, "\(sourcePath) changed while hcpack was building; nothing was written, run the build again when it is settled",
+            path: sourcePath)
     }
 
     static func parentFolder(of path: String) -> String {

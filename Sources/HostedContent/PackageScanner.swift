@@ -161,7 +161,10 @@ public enum PackageScanner {
 
     /// Reads the files on every core: hashing is CPU-bound (SHA-256 runs at about 1 GB/s a core), so a
     /// second core nearly halves a build's or verify's first pass. Memory: one 1 MiB buffer per worker.
-    static func readAll(_ files: [PendingFile], root: String) throws(HCPackError) -> [FileFacts] {
+    /// Once `isCancelled` says so, no new file is started (the result is then partial).
+    static func readAll(
+        _ files: [PendingFile], root: String, isCancelled: @Sendable () -> Bool = { false }
+    ) throws(HCPackError) -> [FileFacts] {
         let slots = ResultSlots<FileFacts>(count: files.count)
         let next = Mutex(0)
         let workers = min(files.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
@@ -171,7 +174,7 @@ public enum PackageScanner {
                     defer { value += 1 }
                     return value
                 }
-                guard index < files.count, !slots.failed else { return }
+                guard index < files.count, !slots.failed, !isCancelled() else { return }
                 do throws(HCPackError) {
                     let path = root + "/" + files[index].path
                     slots.store(.success(try read(path, files[index].reading)), at: index)

@@ -1,8 +1,5 @@
 import ArchiveIO
 import Digest
-import Dispatch
-import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -33,12 +30,12 @@ extension PackageSink {
 }
 
 /// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes. The archive's bytes go
-/// through a `HashPipeline`, whose worker thread writes them to the file while this thread reads sources,
-/// runs libarchive and hashes the bytes for the summary's SHA-256 (no second read). Hashing here rather than
-/// on the worker: with both there, the worker was busy all through writing and this thread two thirds idle.
+/// through a `HashPipeline`, whose worker thread writes them to the file while this thread reads sources and
+/// runs libarchive, and a `ProgressiveSync` thread puts them on disk as they come.
 ///
-/// A sink whose first file is rewritten at the end (`finish(rewritingFirstFile:)`) cannot hash the stream:
-/// it reads the finished archive back instead, while the final `fsync` waits for the disk.
+/// The summary's SHA-256 of the archive is taken as it is written: on this thread as the bytes pass, or, for
+/// an archive whose first file is a reservation (a plist awaiting its digests), by an `ArchiveFollower` that
+/// writes the final first file over the reservation and reads the archive back behind the writer.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     /// A duplicate of `descriptor` that the pipeline writes to and closes.
@@ -48,8 +45,16 @@ final class ArchiveSink: PackageSink {
     private let output: String
     private let modificationTime: Int64
     private let pipeline = HashPipeline()
-    /// Hashes the stream as it is written; nil when the first file will be rewritten.
+    /// Hashes the stream as it passes; nil when the first file is a reservation.
     private let hasher: Digest.Hasher?
+    /// Hashes the archive when the first file is a reservation.
+    private let follower: ArchiveFollower?
+    /// The reserved first file, once its final bytes are known: name and CRC-32s, for its central record.
+    private var firstFileRewrite: (name: [UInt8], reservedCRC: UInt32, finalCRC: UInt32)?
+    private let reservedFirstFileName: String?
+    private var centralRecordPatched = false
+    /// Set when libarchive starts writing the central directory: no file data passes after that.
+    private var finishing = false
     /// The pipeline's write failure, once seen: it names the output and keeps the errno (disk full...).
     private var writeFailure: HCPackError?
     /// Puts the archive on disk while it is written.
@@ -59,11 +64,18 @@ final class ArchiveSink: PackageSink {
     /// The archive's SHA-256, once `finish` has run.
     private(set) var digest: [UInt8]?
 
+    /// - Parameter reservedFirstFile: a zip's first file (stored) written as `reserved`, whose final bytes, the
+    ///   same length, `final` gives (it may wait); the archive is hashed once they are written over it.
     init(
-        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, hashingStream: Bool = true
+        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64,
+        reservedFirstFile: (name: String, reserved: [UInt8], final: @Sendable () throws(HCPackError) -> [UInt8])? = nil
     ) throws(HCPackError) {
         self.descriptor = descriptor
-        hasher = hashingStream ? Digest.Hasher(.sha256) : nil
+        hasher = reservedFirstFile == nil ? Digest.Hasher(.sha256) : nil
+        reservedFirstFileName = reservedFirstFile?.name
+        follower = reservedFirstFile.map {
+            ArchiveFollower(descriptor, path: output, name: $0.name, reserved: $0.reserved, finalFirstFile: $0.final)
+        }
         self.output = output
         self.modificationTime = modificationTime
         pipelineDescriptor = dup(descriptor)
@@ -88,11 +100,24 @@ final class ArchiveSink: PackageSink {
             throw ArchiveError(.io, error.message)
         }
         hasher?.update(bytes)
-        pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: false)
+        // libarchive hands over each part of the central directory whole (no blocks, see ArchiveWriter), so
+        // the reserved file's record, the first, starts a part: it gets its final CRC-32 before it is written.
+        if finishing, !centralRecordPatched, let rewrite = firstFileRewrite,
+            let patched = ZipEntryRewrite.patchedCentralRecord(
+                bytes, name: rewrite.name, reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
+        {
+            centralRecordPatched = true
+            patched.withUnsafeBytes { pipeline.update($0, writingTo: pipelineDescriptor, hashing: false) }
+        } else {
+            pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: false)
+        }
         bytesWritten += Int64(bytes.count)
     }
 
-    deinit { if isOpen { close(descriptor) } }
+    deinit {
+        follower?.stop()
+        if isOpen { close(descriptor) }
+    }
 
     func addFolder(_ path: String) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
@@ -117,12 +142,15 @@ final class ArchiveSink: PackageSink {
     func endFile() throws(HCPackError) {}
 
     func finish() throws(HCPackError) {
-        try finish(rewritingFirstFile: nil)
-    }
-
-    /// Ends the archive; with `rewrite`, first writes `final` over the first file's `reserved` data (see
-    /// `ZipEntryRewrite`), then hashes the archive from disk while `fsync` runs.
-    func finish(rewritingFirstFile rewrite: (name: String, reserved: [UInt8], final: [UInt8])?) throws(HCPackError) {
+        if let follower, let name = reservedFirstFileName {
+            // The central directory, written next, needs the first file's final CRC-32.
+            guard let checksums = follower.firstFileChecksums() else {
+                _ = try follower.finish(length: bytesWritten)
+                throw HCPackError(.io, "\(output): the reserved first file got no final bytes; report this as a bug", path: output)
+            }
+            firstFileRewrite = (Array(name.utf8), checksums.reserved, checksums.final)
+        }
+        finishing = true
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
         // The worker's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
@@ -133,47 +161,25 @@ final class ArchiveSink: PackageSink {
         diskSync = nil
         if let hasher {
             digest = hasher.finalize()
-            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
-        } else {
-            if let rewrite {
-                try ZipEntryRewrite.replaceFirstEntry(
-                    in: descriptor, path: output, name: rewrite.name, reserved: rewrite.reserved, final: rewrite.final)
+        } else if let follower, let rewrite = firstFileRewrite {
+            let followed = try follower.finish(length: bytesWritten)
+            if centralRecordPatched {
+                digest = followed
+            } else {
+                // Not handed over as expected: patch the written record, and hash the archive once more.
+                try ZipEntryRewrite.replaceCentralCRC(
+                    in: descriptor, path: output, name: String(decoding: rewrite.name, as: UTF8.self),
+                    reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
+                let hasher = Digest.Hasher(.sha256)
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+                defer { buffer.deallocate() }
+                try hasher.update(contentsOf: descriptor, range: 0..<bytesWritten, buffer: buffer, path: output)
+                digest = hasher.finalize()
             }
-            digest = try hashWhileSyncing()
         }
+        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
         isOpen = false
         guard close(descriptor) == 0 else { throw HCPackError.system("close", path: output, errno: errno) }
-    }
-
-    /// The archive's SHA-256, read back from the page cache on this thread while another waits for `fsync`.
-    private func hashWhileSyncing() throws(HCPackError) -> [UInt8] {
-        let descriptor = descriptor
-        let syncFailure = ErrnoBox()
-        let synced = DispatchSemaphore(value: 0)
-        let syncing = Thread {
-            if fsync(descriptor) != 0 { syncFailure.code.withLock { $0 = errno } }
-            synced.signal()
-        }
-        syncing.start()
-        let hasher = Digest.Hasher(.sha256)
-        var readFailure: Int32 = 0
-        let chunkSize = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-        var offset: off_t = 0
-        while true {
-            let count = pread(descriptor, buffer.baseAddress, chunkSize, offset)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { readFailure = errno }
-            if count <= 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            offset += off_t(count)
-        }
-        buffer.deallocate()
-        synced.wait()
-        let code = syncFailure.code.withLock { $0 }
-        guard code == 0 else { throw HCPackError.system("fsync", path: output, errno: code) }
-        guard readFailure == 0 else { throw HCPackError.system("read back", path: output, errno: readFailure) }
-        return hasher.finalize()
     }
 
     private func archive(_ body: () throws(ArchiveError) -> Void) throws(HCPackError) {
@@ -189,11 +195,6 @@ final class ArchiveSink: PackageSink {
         if let code = error.errno { return HCPackError.system("write", path: output, errno: code) }
         return HCPackError(.io, "\(output): \(error.message)", path: output)
     }
-}
-
-/// An errno set on another thread.
-private final class ErrnoBox: Sendable {
-    let code = Mutex<Int32>(0)
 }
 
 /// Writes a package folder: folders 0755, files 0644, every timestamp the build's, each file fsync'd.

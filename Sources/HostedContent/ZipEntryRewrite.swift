@@ -4,10 +4,10 @@
     import Darwin
 #endif
 
-/// Rewrites the data of a zip's first entry in place, once libarchive has written the whole archive: a build
-/// that hashes its sources while writing them reserves ContentInfo.plist (first, stored, digests zeroed) and
-/// writes the real one over it at the end. Same length, so only the data and its CRC-32 change: in the data
-/// descriptor (or the local header) and in the central directory.
+/// Rewrites a zip's first entry, whose data libarchive wrote as reserved: a build that hashes its sources
+/// while writing them reserves ContentInfo.plist (first, stored, digests zeroed), and once the digests are
+/// known writes the real one over it. Same length, so only the data and its CRC-32 change: in the data
+/// descriptor (or the local header) and in the central directory record.
 ///
 /// Every field is checked against what was reserved before a byte is written; a layout that does not match
 /// (another libarchive, a bug) fails the build rather than leave an archive whose plist does not match its CRC.
@@ -19,66 +19,90 @@ enum ZipEntryRewrite {
     private static let zip64LocatorSignature: UInt32 = 0x0706_4b50
     private static let zip64EndSignature: UInt32 = 0x0606_4b50
 
-    /// Replaces the first entry's data (`reserved`, stored) with `final`, of the same length.
+    static func layoutError(_ what: String, path: String) -> HCPackError {
+        HCPackError(.io, "\(path): \(what) is not where the build left it; nothing was written, report this as a bug", path: path)
+    }
+
+    /// Replaces the first entry's data (`reserved`, stored) with `final`, of the same length, and its CRC-32 in
+    /// the data descriptor or local header. The central directory is `patchedCentralRecord`'s or
+    /// `replaceCentralCRC`'s job.
     /// - Parameters:
-    ///   - descriptor: the finished archive, open for reading and writing.
+    ///   - descriptor: the archive, open for reading and writing, written at least past the first entry.
     ///   - path: how messages name it.
-    ///   - name: the first entry's name, checked in both headers.
+    ///   - name: the first entry's name, checked in its header.
     /// - Throws: `HCPackError` `.io` when the archive is not laid out as reserved, or a read or write fails.
-    static func replaceFirstEntry(
+    static func replaceFirstEntryData(
         in descriptor: Int32, path: String, name: String, reserved: [UInt8], final: [UInt8]
     ) throws(HCPackError) {
         let file = PositionedFile(descriptor: descriptor, path: path)
-        func layout(_ what: String) -> HCPackError {
-            HCPackError(.io, "\(path): \(what) is not where the build left it; nothing was written, report this as a bug", path: path)
-        }
-        guard final.count == reserved.count else { throw layout("the plist's reserved space") }
-        let reservedCRC = CRC32.checksum(reserved)
+        guard final.count == reserved.count else { throw layoutError("the plist's reserved space", path: path) }
 
         // Local header: signature, flags, method, CRC, sizes, name and extra lengths, then name, extra, data.
         let local = try file.read(30, at: 0)
         let nameBytes = Array(name.utf8)
         guard local.uint32(at: 0) == localHeaderSignature, local.uint16(at: 8) == 0,
             Int(local.uint16(at: 26)) == nameBytes.count, try file.read(nameBytes.count, at: 30) == nameBytes
-        else { throw layout("\(name)'s local header") }
+        else { throw layoutError("\(name)'s local header", path: path) }
         let dataStart = Int64(30 + nameBytes.count + Int(local.uint16(at: 28)))
-        guard try file.matches(reserved, at: dataStart) else { throw layout("\(name)'s data") }
+        guard try file.matches(reserved, at: dataStart) else { throw layoutError("\(name)'s data", path: path) }
         let dataEnd = dataStart + Int64(reserved.count)
 
         // Bit 3: the CRC follows the data (after an optional signature); otherwise it is in the local header.
-        let localCRCOffset: Int64
+        let crcOffset: Int64
         if local.uint16(at: 6) & 0x8 != 0 {
             let descriptorHead = try file.read(8, at: dataEnd)
-            localCRCOffset = descriptorHead.uint32(at: 0) == descriptorSignature ? dataEnd + 4 : dataEnd
+            crcOffset = descriptorHead.uint32(at: 0) == descriptorSignature ? dataEnd + 4 : dataEnd
         } else {
-            localCRCOffset = 14
+            crcOffset = 14
         }
-        guard try file.read(4, at: localCRCOffset).uint32(at: 0) == reservedCRC else { throw layout("\(name)'s CRC-32") }
+        guard try file.read(4, at: crcOffset).uint32(at: 0) == CRC32.checksum(reserved) else {
+            throw layoutError("\(name)'s CRC-32", path: path)
+        }
+        try file.write(final, at: dataStart)
+        try file.write(littleEndianBytes(CRC32.checksum(final)), at: crcOffset)
+    }
 
-        // Central directory: its offset is in the end record (libarchive writes no comment), or in the Zip64 one.
+    /// `bytes` with the CRC-32 replaced when they start with the central directory record of the first entry,
+    /// `name`, holding `reservedCRC`; nil for anything else. For the central directory as libarchive hands it
+    /// over, before it is written: the stream can then be hashed as written.
+    static func patchedCentralRecord(
+        _ bytes: UnsafeRawBufferPointer, name: [UInt8], reservedCRC: UInt32, finalCRC: UInt32
+    ) -> [UInt8]? {
+        guard bytes.count >= 46 + name.count else { return nil }
+        let head = [UInt8](bytes.prefix(46))
+        guard head.uint32(at: 0) == centralHeaderSignature, head.uint32(at: 16) == reservedCRC, head.uint32(at: 42) == 0,
+            Int(head.uint16(at: 28)) == name.count, bytes[46..<(46 + name.count)].elementsEqual(name)
+        else { return nil }
+        var patched = [UInt8](bytes)
+        patched.replaceSubrange(16..<20, with: littleEndianBytes(finalCRC))
+        return patched
+    }
+
+    /// Replaces the CRC-32 of the first entry, `name`, in the central directory of a finished archive.
+    /// - Throws: `HCPackError` `.io` when the record is not there holding `reservedCRC`, or a read or write fails.
+    static func replaceCentralCRC(
+        in descriptor: Int32, path: String, name: String, reservedCRC: UInt32, finalCRC: UInt32
+    ) throws(HCPackError) {
+        let file = PositionedFile(descriptor: descriptor, path: path)
+        // Its offset is in the end record (libarchive writes no comment), or in the Zip64 one.
         let size = try file.size()
-        guard size >= 22 else { throw layout("the end record") }
+        guard size >= 22 else { throw layoutError("the end record", path: path) }
         let end = try file.read(22, at: size - 22)
-        guard end.uint32(at: 0) == endSignature else { throw layout("the end record") }
+        guard end.uint32(at: 0) == endSignature else { throw layoutError("the end record", path: path) }
         var directoryOffset = Int64(end.uint32(at: 16))
         if directoryOffset == 0xFFFF_FFFF {
-            guard size >= 42 else { throw layout("the Zip64 end record") }
+            guard size >= 42 else { throw layoutError("the Zip64 end record", path: path) }
             let locator = try file.read(20, at: size - 42)
-            guard locator.uint32(at: 0) == zip64LocatorSignature else { throw layout("the Zip64 end locator") }
+            guard locator.uint32(at: 0) == zip64LocatorSignature else { throw layoutError("the Zip64 end locator", path: path) }
             let zip64End = try file.read(56, at: Int64(bitPattern: locator.uint64(at: 8)))
-            guard zip64End.uint32(at: 0) == zip64EndSignature else { throw layout("the Zip64 end record") }
+            guard zip64End.uint32(at: 0) == zip64EndSignature else { throw layoutError("the Zip64 end record", path: path) }
             directoryOffset = Int64(bitPattern: zip64End.uint64(at: 48))
         }
-        let central = try file.read(46, at: directoryOffset)
-        guard central.uint32(at: 0) == centralHeaderSignature, central.uint32(at: 16) == reservedCRC,
-            central.uint32(at: 42) == 0, Int(central.uint16(at: 28)) == nameBytes.count,
-            try file.read(nameBytes.count, at: directoryOffset + 46) == nameBytes
-        else { throw layout("\(name)'s central directory record") }
-
-        let finalCRC = littleEndianBytes(CRC32.checksum(final))
-        try file.write(final, at: dataStart)
-        try file.write(finalCRC, at: localCRCOffset)
-        try file.write(finalCRC, at: directoryOffset + 16)
+        let nameBytes = Array(name.utf8)
+        let record = try file.read(46 + nameBytes.count, at: directoryOffset)
+        let patched = record.withUnsafeBytes { patchedCentralRecord($0, name: nameBytes, reservedCRC: reservedCRC, finalCRC: finalCRC) }
+        guard let patched else { throw layoutError("\(name)'s central directory record", path: path) }
+        try file.write(Array(patched[16..<20]), at: directoryOffset + 16)
     }
 
     private static func littleEndianBytes(_ value: UInt32) -> [UInt8] {

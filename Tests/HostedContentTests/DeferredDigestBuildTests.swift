@@ -27,8 +27,8 @@ private func buildStoredZip(
     return (planned, try #require(folder.read(name)), result)
 }
 
-@Suite("build: a stored zip in one pass")
-struct OnePassBuildTests {
+@Suite("build: a stored zip hashed while it is written")
+struct DeferredDigestBuildTests {
     @Test("Hashing while writing gives the two-pass build's bytes, digest and a valid package")
     func sameBytesAsTwoPasses() throws {
         let folder = TemporaryFolder()
@@ -116,7 +116,7 @@ struct ZipEntryRewriteTests {
         #expect(CRC32.checksum([]) == 0)
     }
 
-    @Test("The rewritten entry extracts with a matching CRC-32; a wrong reservation is refused and changes nothing")
+    @Test("The rewritten entry and central record extract with matching CRC-32s; a wrong reservation is refused and changes nothing")
     func rewrite() throws {
         let folder = TemporaryFolder()
         writeMixedPackage(in: folder)
@@ -124,6 +124,7 @@ struct ZipEntryRewriteTests {
         let plist = try #require(builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)["ContentInfo.plist"])
         var final = plist
         final[final.count - 2] = UInt8(ascii: "X")  // same length, other bytes
+        let (reservedCRC, finalCRC) = (CRC32.checksum(plist), CRC32.checksum(final))
 
         let descriptor = open(folder.url("a.zip"), O_RDWR | O_CLOEXEC)
         #expect(descriptor >= 0)
@@ -132,13 +133,44 @@ struct ZipEntryRewriteTests {
         wrong[0] ^= 1
         for (name, reserved, replacement) in [("ContentInfo.plist", wrong, final), ("Other.plist", plist, final), ("ContentInfo.plist", plist, final + [0])] {
             #expect(throws: HCPackError.self) {
-                try ZipEntryRewrite.replaceFirstEntry(in: descriptor, path: "a.zip", name: name, reserved: reserved, final: replacement)
+                try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: name, reserved: reserved, final: replacement)
             }
             #expect(folder.read("a.zip") == built.bytes)
         }
-        try ZipEntryRewrite.replaceFirstEntry(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reserved: plist, final: final)
+        #expect(throws: HCPackError.self) {
+            try ZipEntryRewrite.replaceCentralCRC(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: finalCRC, finalCRC: reservedCRC)
+        }
+        #expect(folder.read("a.zip") == built.bytes)
+
+        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reserved: plist, final: final)
+        #expect(run("unzip", ["-t", folder.url("a.zip")]).status != 0)  // the central record still has the old CRC-32
+        try ZipEntryRewrite.replaceCentralCRC(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: reservedCRC, finalCRC: finalCRC)
         let tested = run("unzip", ["-t", folder.url("a.zip")])
         #expect(tested.status == 0, "\(tested.output)")
         #expect(builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)["ContentInfo.plist"] == final)
+    }
+
+    @Test("Only the first entry's central record, with the reserved CRC-32, is patched in flight")
+    func patchedCentralRecord() throws {
+        let name = Array("ContentInfo.plist".utf8)
+        var record = [UInt8](repeating: 0, count: 46) + name + [1, 2, 3]
+        record.replaceSubrange(0..<4, with: [0x50, 0x4b, 0x01, 0x02])
+        record.replaceSubrange(16..<20, with: [0x78, 0x56, 0x34, 0x12])
+        record[28] = UInt8(name.count)
+        let patched = try #require(record.withUnsafeBytes {
+            ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0xAABB_CCDD)
+        })
+        #expect(Array(patched[16..<20]) == [0xDD, 0xCC, 0xBB, 0xAA])
+        #expect(patched[..<16] == record[..<16] && patched[20...] == record[20...])
+
+        var otherCRC = record
+        otherCRC[16] = 0
+        var notFirst = record
+        notFirst[42] = 9  // a local header offset other than 0
+        var otherName = record
+        otherName[46] = UInt8(ascii: "X")
+        for bytes in [otherCRC, notFirst, otherName, Array(record.prefix(50))] {
+            #expect(bytes.withUnsafeBytes { ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0) } == nil)
+        }
     }
 }
