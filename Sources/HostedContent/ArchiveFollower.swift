@@ -37,10 +37,10 @@ final class ArchiveFollower: @unchecked Sendable {
     /// - Parameters:
     ///   - name: the reserved first file, checked in its header.
     ///   - reserved: its bytes as written.
-    ///   - finalFirstFile: its final bytes, the same length; may wait, and its error fails the build.
+    ///   - finalFirstFile: its final bytes (a reservation of `reserved`); may wait, and its error fails the build.
     init(
         _ original: Int32, path: String, name: String, reserved: [UInt8],
-        finalFirstFile: @escaping @Sendable () throws(HCPackError) -> [UInt8]
+        finalFirstFile: @escaping @Sendable () throws(HCPackError) -> FilledReservation
     ) {
         let descriptor = dup(original)
         let thread = Thread { [self] in
@@ -97,16 +97,17 @@ final class ArchiveFollower: @unchecked Sendable {
 
     private func follow(
         _ descriptor: Int32, path: String, name: String, reserved: [UInt8],
-        finalFirstFile: @Sendable () throws(HCPackError) -> [UInt8]
+        finalFirstFile: @Sendable () throws(HCPackError) -> FilledReservation
     ) throws(HCPackError) -> [UInt8] {
         let final = try finalFirstFile()
-        state.withLock { $0.checksums = (CRC32.checksum(reserved), CRC32.checksum(final)) }
+        let finalCRC = final.checksum()
+        state.withLock { $0.checksums = (CRC32.checksum(reserved), finalCRC) }
         firstFileSettled.signal()
 
         // Past the first file's header (extra field at most 65,535 bytes), data and descriptor (at most 24).
         let pastFirstFile = Int64(30 + name.utf8.count + 65_535 + reserved.count + 24)
         _ = try available(descriptor, path: path, atLeast: pastFirstFile)
-        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: path, name: name, reserved: reserved, final: final)
+        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: path, name: name, with: final, finalCRC: finalCRC)
 
         let hasher = Digest.Hasher(.sha256)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)

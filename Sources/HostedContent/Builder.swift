@@ -89,24 +89,22 @@ public struct BuildPlan: Sendable {
     }
 
     /// Waits for the sources' digests, checks each file was hashed as planned (the stamp the copy checks
-    /// too), and returns `plistBytes` with them filled in.
-    func plistWithDigests(from hashing: SourceHashing) throws(HCPackError) -> [UInt8] {
+    /// too), and returns `plistBytes` with them filled in, as a `FilledReservation`.
+    func filledPlist(from hashing: SourceHashing) throws(HCPackError) -> FilledReservation {
         let files = sourceFiles
         let facts = try hashing.results()
         guard facts.count == files.count else { throw Builder.changedError(source) }  // not reached: a cancelled run
-        var digestOfItem = [[UInt8]](repeating: [], count: items.count)
-        for (file, fact) in zip(files, facts) {
-            guard let digest = fact.sha256, fact.stamp != nil, fact.stamp == items[file.index].stamp else {
+        var factOfItem = [Int](repeating: -1, count: items.count)
+        for (position, (file, fact)) in zip(files, facts).enumerated() {
+            guard fact.sha256?.count == 32, fact.stamp != nil, fact.stamp == items[file.index].stamp else {
                 throw Builder.changedError(source + "/" + file.path)
             }
-            digestOfItem[file.index] = digest
+            factOfItem[file.index] = position
         }
-        var plist = plistBytes
-        for pending in pendingDigests {
-            let hex = digestOfItem[pending.item].hexString.utf8
-            plist.replaceSubrange(pending.offset..<(pending.offset + hex.count), with: hex)
-        }
-        return plist
+        var digests: [UInt8] = []
+        digests.reserveCapacity(32 * pendingDigests.count)
+        for pending in pendingDigests { digests += facts[factOfItem[pending.item]].sha256 ?? [] }
+        return FilledReservation(reserved: plistBytes, slots: pendingDigests.map(\.offset), digests: digests)
     }
 
     /// Regular files under Contents/ that will be written.
@@ -476,8 +474,8 @@ public enum Builder {
             // Deferred digests: the sources are hashed on threads of their own while they are copied; once all
             // are, the archive gets its real plist and is hashed behind the writer.
             let reservedPlist = sourceHashing.map { hashing in
-                (name: ContentInfo.fileName, reserved: plan.plistBytes, final: { @Sendable () throws(HCPackError) -> [UInt8] in
-                    try plan.plistWithDigests(from: hashing)
+                (name: ContentInfo.fileName, reserved: plan.plistBytes, final: { @Sendable () throws(HCPackError) -> FilledReservation in
+                    try plan.filledPlist(from: hashing)
                 })
             }
             do {

@@ -9,9 +9,14 @@ enum CRC32 {
 
     /// The checksum of `bytes`.
     static func checksum(_ bytes: [UInt8]) -> UInt32 {
+        update(0, with: bytes)
+    }
+
+    /// The checksum of the bytes `crc` covers followed by `bytes`.
+    static func update(_ crc: UInt32, with bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBufferPointer { buffer in
             table.withUnsafeBufferPointer { table in
-                var crc: UInt32 = 0xFFFF_FFFF
+                var crc = ~crc
                 for byte in buffer { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
                 return ~crc
             }

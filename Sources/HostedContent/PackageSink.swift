@@ -68,7 +68,7 @@ final class ArchiveSink: PackageSink {
     ///   same length, `final` gives (it may wait); the archive is hashed once they are written over it.
     init(
         descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64,
-        reservedFirstFile: (name: String, reserved: [UInt8], final: @Sendable () throws(HCPackError) -> [UInt8])? = nil
+        reservedFirstFile: (name: String, reserved: [UInt8], final: @Sendable () throws(HCPackError) -> FilledReservation)? = nil
     ) throws(HCPackError) {
         self.descriptor = descriptor
         hasher = reservedFirstFile == nil ? Digest.Hasher(.sha256) : nil

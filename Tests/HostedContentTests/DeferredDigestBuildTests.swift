@@ -122,18 +122,22 @@ struct ZipEntryRewriteTests {
         writeMixedPackage(in: folder)
         let built = try buildStoredZip(folder, to: "a.zip", deferring: false)
         let plist = try #require(builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)["ContentInfo.plist"])
+        let slot = plist.count - 100
+        let filled = FilledReservation(reserved: plist, slots: [slot], digests: [UInt8](repeating: 0xAB, count: 32))
         var final = plist
-        final[final.count - 2] = UInt8(ascii: "X")  // same length, other bytes
+        final.replaceSubrange(slot..<(slot + 64), with: Array(String(repeating: "ab", count: 32).utf8))
         let (reservedCRC, finalCRC) = (CRC32.checksum(plist), CRC32.checksum(final))
+        #expect(filled.checksum() == finalCRC)
 
         let descriptor = open(folder.url("a.zip"), O_RDWR | O_CLOEXEC)
         #expect(descriptor >= 0)
         defer { close(descriptor) }
         var wrong = plist
         wrong[0] ^= 1
-        for (name, reserved, replacement) in [("ContentInfo.plist", wrong, final), ("Other.plist", plist, final), ("ContentInfo.plist", plist, final + [0])] {
+        let misreserved = FilledReservation(reserved: wrong, slots: [slot], digests: filled.digests)
+        for (name, reservation) in [("ContentInfo.plist", misreserved), ("Other.plist", filled)] {
             #expect(throws: HCPackError.self) {
-                try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: name, reserved: reserved, final: replacement)
+                try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: name, with: reservation, finalCRC: finalCRC)
             }
             #expect(folder.read("a.zip") == built.bytes)
         }
@@ -142,12 +146,29 @@ struct ZipEntryRewriteTests {
         }
         #expect(folder.read("a.zip") == built.bytes)
 
-        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reserved: plist, final: final)
+        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: "ContentInfo.plist", with: filled, finalCRC: finalCRC)
         #expect(run("unzip", ["-t", folder.url("a.zip")]).status != 0)  // the central record still has the old CRC-32
         try ZipEntryRewrite.replaceCentralCRC(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: reservedCRC, finalCRC: finalCRC)
         let tested = run("unzip", ["-t", folder.url("a.zip")])
         #expect(tested.status == 0, "\(tested.output)")
         #expect(builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)["ContentInfo.plist"] == final)
+    }
+
+    @Test("A filled reservation gives the same bytes whatever the windows, slots split across them included")
+    func filledReservationWindows() {
+        let reserved = [UInt8](repeating: UInt8(ascii: "0"), count: 300)
+        let digests = (0..<96).map { UInt8($0 * 7 % 256) }
+        let filled = FilledReservation(reserved: reserved, slots: [0, 100, 236], digests: digests)
+        var whole = reserved
+        for (index, slot) in [0, 100, 236].enumerated() {
+            whole.replaceSubrange(slot..<(slot + 64), with: Array(digests[(32 * index)..<(32 * index + 32)].hexString.utf8))
+        }
+        #expect(filled.bytes(0..<300) == whole)
+        for cuts in [[0, 130, 300], [0, 1, 99, 164, 165, 260, 300], Array(stride(from: 0, to: 300, by: 7)) + [300]] {
+            let pieces = zip(cuts, cuts.dropFirst()).flatMap { filled.bytes($0..<$1) }
+            #expect(pieces == whole, "\(cuts)")
+        }
+        #expect(filled.checksum() == CRC32.checksum(whole))
     }
 
     @Test("Only the first entry's central record, with the reserved CRC-32, is patched in flight")
