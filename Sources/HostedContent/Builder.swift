@@ -82,7 +82,10 @@ public struct BuildPlan: Sendable {
         }
     }
     /// The files to hash for the pending digests, in item order.
-    var sourceFiles: [PackageScanner.PendingFile] {
+    var sourceFiles: [PackageScanner.PendingFile] { Self.filesToHash(items) }
+
+    /// The files among `items`, to hash, each with its index in `items`.
+    static func filesToHash(_ items: [Item]) -> [PackageScanner.PendingFile] {
         items.indices.filter { items[$0].kind == .file }.map {
             PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash)
         }
@@ -369,12 +372,11 @@ public enum Builder {
 
     /// Hashes the files of `items` on every core, as the scan does, for a plan whose deferral fell through.
     private static func hashFiles(of items: inout [BuildPlan.Item], source: String) throws(HCPackError) {
-        let files = items.indices.filter { items[$0].kind == .file }
-        let pending = files.map { PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash) }
-        for (index, facts) in zip(files, try PackageScanner.readAll(pending, root: source)) {
-            items[index].sha256 = facts.sha256 ?? []
-            items[index].size = facts.size
-            items[index].stamp = facts.stamp
+        let files = BuildPlan.filesToHash(items)
+        for (file, facts) in zip(files, try PackageScanner.readAll(files, root: source)) {
+            items[file.index].sha256 = facts.sha256 ?? []
+            items[file.index].size = facts.size
+            items[file.index].stamp = facts.stamp
         }
     }
 
