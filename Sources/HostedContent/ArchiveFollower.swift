@@ -47,7 +47,8 @@ final class ArchiveFollower: @unchecked Sendable {
             let outcome: Result<[UInt8], HCPackError>
             do throws(HCPackError) {
                 guard descriptor >= 0 else { throw HCPackError.system("dup", path: path, errno: errno) }
-                outcome = .success(try follow(descriptor, path: path, name: name, reserved: reserved, finalFirstFile: finalFirstFile))
+                outcome = .success(
+                    try follow(descriptor, path: path, name: name, reserved: reserved, finalFirstFile: finalFirstFile))
             } catch {
                 outcome = .failure(error)
             }

@@ -241,11 +241,13 @@ public enum Builder {
                 entry.permissions = 0o644
                 items.append(
                     BuildPlan.Item(
-                        path: packagePath, kind: .file, sourceRelative: sourceRelative, size: entry.size, sha256: entry.sha256 ?? [],
+                        path: packagePath, kind: .file, sourceRelative: sourceRelative, size: entry.size,
+                        sha256: entry.sha256 ?? [],
                         stamp: entry.stamp))
             case .directory:
                 entry.permissions = 0o755
-                items.append(BuildPlan.Item(path: packagePath, kind: .directory, sourceRelative: sourceRelative, size: 0, sha256: []))
+                items.append(
+                    BuildPlan.Item(path: packagePath, kind: .directory, sourceRelative: sourceRelative, size: 0, sha256: []))
             case .symlink:
                 excluded.append(ExcludedEntry(path: packagePath, reason: .symlink))
             default:
@@ -295,14 +297,17 @@ public enum Builder {
                 var records: [String: FileRecord] = [:]
                 for path in info.files ?? [] {
                     guard let index = item(listedAs: path) else { continue }
-                    records[path] = FileRecord(size: items[index].size, sha256: pending ? pendingDigest : items[index].sha256.hexString)
+                    records[path] = FileRecord(
+                        size: items[index].size, sha256: pending ? pendingDigest : items[index].sha256.hexString)
                 }
                 info.integrity = records
             }
             recordIntegrity(pending: defersDigests)
             var encoded = info.encodeXML()
             if defersDigests {
-                if let slots = pendingDigestSlots(in: encoded, order: (try? info.integrityRecords())?.paths ?? [], item: item(listedAs:)) {
+                if let slots = pendingDigestSlots(
+                    in: encoded, order: (try? info.integrityRecords())?.paths ?? [], item: item(listedAs:))
+                {
                     pendingDigests = slots
                 } else {
                     // Zeros elsewhere in the plist would make the slots ambiguous: hash now, as without deferral.
@@ -325,7 +330,9 @@ public enum Builder {
         would.contentInfoBytes = plistBytes
         // The rules read the plist as built, once a parse of the bytes (no second tree) shows they decode to it.
         var built: PlistValue?
-        if let info = contentInfo, let plistBytes, (try? PropertyList.checkEncodedXML(plistBytes, limits: options.verify.limits.plist)) != nil {
+        if let info = contentInfo, let plistBytes,
+            (try? PropertyList.checkEncodedXML(plistBytes, limits: options.verify.limits.plist)) != nil
+        {
             built = .dictionary(info.dictionary)
         }
         let report = Verifier.check(would, options: options.verify, decodedPlist: built)
@@ -476,9 +483,12 @@ public enum Builder {
             // Deferred digests: the sources are hashed on threads of their own while they are copied; once all
             // are, the archive gets its real plist and is hashed behind the writer.
             let reservedPlist = sourceHashing.map { hashing in
-                (name: ContentInfo.fileName, reserved: plan.plistBytes, final: { @Sendable () throws(HCPackError) -> FilledReservation in
-                    try plan.filledPlist(from: hashing)
-                })
+                (
+                    name: ContentInfo.fileName, reserved: plan.plistBytes,
+                    final: { @Sendable () throws(HCPackError) -> FilledReservation in
+                        try plan.filledPlist(from: hashing)
+                    }
+                )
             }
             do {
                 sink = try ArchiveSink(
@@ -689,7 +699,9 @@ struct ExclusionFilter {
             return Builder.isDefaultExcluded(name: name) ? .junk : .outsideContents
         }
         // Junk or .git anywhere in the path; one byte scan each rather than a String per component.
-        if PackagePath.isJunk(relative) || relative.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual(".git".utf8) }) {
+        if PackagePath.isJunk(relative)
+            || relative.utf8.split(separator: UInt8(ascii: "/")).contains(where: { $0.elementsEqual(".git".utf8) })
+        {
             return .junk
         }
         guard !patterns.isEmpty else { return nil }

@@ -146,7 +146,8 @@ final class ArchiveSink: PackageSink {
             // The central directory, written next, needs the first file's final CRC-32.
             guard let checksums = follower.firstFileChecksums() else {
                 _ = try follower.finish(length: bytesWritten)
-                throw HCPackError(.io, "\(output): the reserved first file got no final bytes; report this as a bug", path: output)
+                throw HCPackError(
+                    .io, "\(output): the reserved first file got no final bytes; report this as a bug", path: output)
             }
             firstFileRewrite = (Array(name.utf8), checksums.reserved, checksums.final)
         }

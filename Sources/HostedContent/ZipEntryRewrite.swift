@@ -104,7 +104,9 @@ enum ZipEntryRewrite {
         }
         let nameBytes = Array(name.utf8)
         let record = try file.read(46 + nameBytes.count, at: directoryOffset)
-        let patched = record.withUnsafeBytes { patchedCentralRecord($0, name: nameBytes, reservedCRC: reservedCRC, finalCRC: finalCRC) }
+        let patched = record.withUnsafeBytes {
+            patchedCentralRecord($0, name: nameBytes, reservedCRC: reservedCRC, finalCRC: finalCRC)
+        }
         guard let patched else { throw layoutError("\(name)'s central directory record", path: path) }
         try file.write(Array(patched[16..<20]), at: directoryOffset + 16)
     }
@@ -142,7 +144,8 @@ struct FilledReservation: Sendable {
         while slot < slots.count && slots[slot] < range.upperBound {
             for position in 0..<64 where range.contains(slots[slot] + position) {
                 let byte = digests[32 * slot + position / 2]
-                window[slots[slot] + position - range.lowerBound] = Self.hexDigits[Int(position % 2 == 0 ? byte >> 4 : byte & 0x0f)]
+                window[slots[slot] + position - range.lowerBound] =
+                    Self.hexDigits[Int(position % 2 == 0 ? byte >> 4 : byte & 0x0f)]
             }
             slot += 1
         }
@@ -173,12 +176,16 @@ private struct PositionedFile {
         var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
         while done < count {
-            let result = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            let result = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else {
                 throw result < 0
                     ? HCPackError.system("read", path: path, errno: errno)
-                    : HCPackError(.io, "\(path) ends before byte \(offset + Int64(count)); it was cut short while being written", path: path)
+                    : HCPackError(
+                        .io, "\(path) ends before byte \(offset + Int64(count)); it was cut short while being written", path: path
+                    )
             }
             done += result
         }
@@ -200,7 +207,9 @@ private struct PositionedFile {
     func write(_ bytes: [UInt8], at offset: Int64) throws(HCPackError) {
         var done = 0
         while done < bytes.count {
-            let result = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+            let result = bytes.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else { throw HCPackError.system("write", path: path, errno: result < 0 ? errno : EIO) }
             done += result

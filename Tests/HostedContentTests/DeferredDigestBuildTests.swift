@@ -1,8 +1,9 @@
 import Digest
 import Foundation
-@testable import HostedContent
 import TestSupport
 import Testing
+
+@testable import HostedContent
 
 /// A package with what a one-pass build must get right: files over several 1 MiB chunks, an empty file, a
 /// non-ASCII name, and a file left out of Files (so without a record).
@@ -10,7 +11,8 @@ private func writeMixedPackage(in folder: TemporaryFolder, extraKeys: String = "
     let listed = sampleFiles + [("empty.txt", ""), ("media/clip.bin", "")]
     writeValidPackage(in: folder, root: "pkg", files: listed, extraKeys: extraKeys)
     // Over three 1 MiB chunks, not a multiple of one.
-    folder.write("pkg/Contents/media/clip.bin", (0..<(3 << 20) + 123).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
+    folder.write(
+        "pkg/Contents/media/clip.bin", (0..<(3 << 20) + 123).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 13) })
     folder.write("pkg/Contents/unlisted.txt", "in the archive, not in Files\n")
 }
 
@@ -46,7 +48,9 @@ struct DeferredDigestBuildTests {
         let records = try #require(report.contentInfo?.integrity)
         #expect(records.count == sampleFiles.count + 2)  // the unlisted file has none
         let clip = try #require(folder.read("pkg/Contents/media/clip.bin"))
-        #expect(records["media/clip.bin"] == FileRecord(size: Int64(clip.count), sha256: Digest.Hasher.digest(.sha256, of: clip).hexString))
+        #expect(
+            records["media/clip.bin"]
+                == FileRecord(size: Int64(clip.count), sha256: Digest.Hasher.digest(.sha256, of: clip).hexString))
         #expect(records["empty.txt"]?.sha256 == Digest.Hasher.digest(.sha256, of: []).hexString)
     }
 
@@ -58,19 +62,26 @@ struct DeferredDigestBuildTests {
         let tested = run("unzip", ["-t", folder.url("one.zip")])
         #expect(tested.status == 0, "\(tested.output)")
         #expect(tested.output.contains("No errors"))
-        let plist = try ContentInfo.decode(try #require(builtFiles(folder.url("one.zip"), format: .zip, scratch: folder)["ContentInfo.plist"]))
+        let plist = try ContentInfo.decode(
+            try #require(builtFiles(folder.url("one.zip"), format: .zip, scratch: folder)["ContentInfo.plist"]))
         #expect(plist.integrity?["unlisted.txt"] == nil)
-        #expect(plist.integrity?["levels/1.json"]?.sha256 == Digest.Hasher.digest(.sha256, of: Array("{\"level\": 1}\n".utf8)).hexString)
+        #expect(
+            plist.integrity?["levels/1.json"]?.sha256
+                == Digest.Hasher.digest(.sha256, of: Array("{\"level\": 1}\n".utf8)).hexString)
     }
 
-    @Test("Only a stored zip defers its digests", arguments: [
-        (BuildFormat.zip, CompressionPolicy.store, true), (.zip, .auto, false), (.zip, .deflate, false), (.tarGzip, .store, false),
-        (.directory, .store, false),
-    ])
+    @Test(
+        "Only a stored zip defers its digests",
+        arguments: [
+            (BuildFormat.zip, CompressionPolicy.store, true), (.zip, .auto, false), (.zip, .deflate, false),
+            (.tarGzip, .store, false),
+            (.directory, .store, false),
+        ])
     func onlyStoredZip(_ format: BuildFormat, _ compression: CompressionPolicy, _ defers: Bool) throws {
         let folder = TemporaryFolder()
         writeMixedPackage(in: folder)
-        let options = BuildOptions(source: folder.url("pkg"), output: folder.url(outputName(format)), format: format, compression: compression)
+        let options = BuildOptions(
+            source: folder.url("pkg"), output: folder.url(outputName(format)), format: format, compression: compression)
         let plan = try Builder.prepare(options, deferringDigests: true)
         #expect(plan.digestsPending == defers)
         // Pending or not, the planned plist records sizes for the same files.
@@ -116,7 +127,9 @@ struct ZipEntryRewriteTests {
         #expect(CRC32.checksum([]) == 0)
     }
 
-    @Test("The rewritten entry and central record extract with matching CRC-32s; a wrong reservation is refused and changes nothing")
+    @Test(
+        "The rewritten entry and central record extract with matching CRC-32s; a wrong reservation is refused and changes nothing"
+    )
     func rewrite() throws {
         let folder = TemporaryFolder()
         writeMixedPackage(in: folder)
@@ -137,18 +150,22 @@ struct ZipEntryRewriteTests {
         let misreserved = FilledReservation(reserved: wrong, slots: [slot], digests: filled.digests)
         for (name, reservation) in [("ContentInfo.plist", misreserved), ("Other.plist", filled)] {
             #expect(throws: HCPackError.self) {
-                try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: name, with: reservation, finalCRC: finalCRC)
+                try ZipEntryRewrite.replaceFirstEntryData(
+                    in: descriptor, path: "a.zip", name: name, with: reservation, finalCRC: finalCRC)
             }
             #expect(folder.read("a.zip") == built.bytes)
         }
         #expect(throws: HCPackError.self) {
-            try ZipEntryRewrite.replaceCentralCRC(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: finalCRC, finalCRC: reservedCRC)
+            try ZipEntryRewrite.replaceCentralCRC(
+                in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: finalCRC, finalCRC: reservedCRC)
         }
         #expect(folder.read("a.zip") == built.bytes)
 
-        try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: "a.zip", name: "ContentInfo.plist", with: filled, finalCRC: finalCRC)
+        try ZipEntryRewrite.replaceFirstEntryData(
+            in: descriptor, path: "a.zip", name: "ContentInfo.plist", with: filled, finalCRC: finalCRC)
         #expect(run("unzip", ["-t", folder.url("a.zip")]).status != 0)  // the central record still has the old CRC-32
-        try ZipEntryRewrite.replaceCentralCRC(in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: reservedCRC, finalCRC: finalCRC)
+        try ZipEntryRewrite.replaceCentralCRC(
+            in: descriptor, path: "a.zip", name: "ContentInfo.plist", reservedCRC: reservedCRC, finalCRC: finalCRC)
         let tested = run("unzip", ["-t", folder.url("a.zip")])
         #expect(tested.status == 0, "\(tested.output)")
         #expect(builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)["ContentInfo.plist"] == final)
@@ -178,9 +195,10 @@ struct ZipEntryRewriteTests {
         record.replaceSubrange(0..<4, with: [0x50, 0x4b, 0x01, 0x02])
         record.replaceSubrange(16..<20, with: [0x78, 0x56, 0x34, 0x12])
         record[28] = UInt8(name.count)
-        let patched = try #require(record.withUnsafeBytes {
-            ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0xAABB_CCDD)
-        })
+        let patched = try #require(
+            record.withUnsafeBytes {
+                ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0xAABB_CCDD)
+            })
         #expect(Array(patched[16..<20]) == [0xDD, 0xCC, 0xBB, 0xAA])
         #expect(patched[..<16] == record[..<16] && patched[20...] == record[20...])
 
@@ -191,7 +209,10 @@ struct ZipEntryRewriteTests {
         var otherName = record
         otherName[46] = UInt8(ascii: "X")
         for bytes in [otherCRC, notFirst, otherName, Array(record.prefix(50))] {
-            #expect(bytes.withUnsafeBytes { ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0) } == nil)
+            #expect(
+                bytes.withUnsafeBytes {
+                    ZipEntryRewrite.patchedCentralRecord($0, name: name, reservedCRC: 0x1234_5678, finalCRC: 0)
+                } == nil)
         }
     }
 }
