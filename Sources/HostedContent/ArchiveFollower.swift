@@ -111,12 +111,13 @@ final class ArchiveFollower: @unchecked Sendable {
         try ZipEntryRewrite.replaceFirstEntryData(in: descriptor, path: path, name: name, with: final, finalCRC: finalCRC)
 
         let hasher = Digest.Hasher(.sha256)
+        let file = PositionedFile(descriptor: descriptor, path: path)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         var hashed: Int64 = 0
         while true {
             let (length, complete) = try available(descriptor, path: path, atLeast: hashed + 1)
-            try hasher.update(contentsOf: descriptor, range: hashed..<length, buffer: buffer, path: path)
+            try hasher.update(contentsOf: file, range: hashed..<length, buffer: buffer)
             hashed = length
             if complete { return hasher.finalize() }
         }

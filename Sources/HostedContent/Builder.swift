@@ -351,6 +351,7 @@ public enum Builder {
         in plist: [UInt8], order: [String], item: (String) -> Int?
     ) -> [BuildPlan.PendingDigest]? {
         let marker = Array(("<string>" + pendingDigest + "</string>").utf8)
+        // A byte scan with memcmp: the standard library's `ranges(of:)` took a second for a 4 MB plist.
         var offsets: [Int] = []
         offsets.reserveCapacity(order.count)
         plist.withUnsafeBytes { haystack in

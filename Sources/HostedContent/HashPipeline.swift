@@ -259,19 +259,3 @@ private struct AdoptedFiles {
         files = [:]
     }
 }
-
-extension Digest.Hasher {
-    /// Adds the bytes `range` of the open file `descriptor` (`pread` into `buffer`); `path` names it in errors.
-    func update(
-        contentsOf descriptor: Int32, range: Range<Int64>, buffer: UnsafeMutableRawBufferPointer, path: String
-    ) throws(HCPackError) {
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let count = pread(descriptor, buffer.baseAddress, Int(min(Int64(buffer.count), range.upperBound - offset)), off_t(offset))
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw HCPackError.system("read back", path: path, errno: count < 0 ? errno : EIO) }
-            update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            offset += Int64(count)
-        }
-    }
-}

@@ -174,7 +174,8 @@ final class ArchiveSink: PackageSink {
                 let hasher = Digest.Hasher(.sha256)
                 let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
                 defer { buffer.deallocate() }
-                try hasher.update(contentsOf: descriptor, range: 0..<bytesWritten, buffer: buffer, path: output)
+                try hasher.update(
+                    contentsOf: PositionedFile(descriptor: descriptor, path: output), range: 0..<bytesWritten, buffer: buffer)
                 digest = hasher.finalize()
             }
         }

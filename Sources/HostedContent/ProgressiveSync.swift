@@ -23,8 +23,6 @@ final class ProgressiveSync: @unchecked Sendable {
     private let path: String
     private var finished = false
 
-    /// Writeback is started once this much more has been written.
-    static let writebackChunk: Int64 = 8 << 20
     /// `fdatasync` once this much more has been written.
     static let flushInterval: Int64 = 64 << 20
     /// How often the thread looks at the file's size.
@@ -46,7 +44,7 @@ final class ProgressiveSync: @unchecked Sendable {
                 var info = stat()
                 if fstat(descriptor, &info) == 0 {
                     let size = Int64(info.st_size)
-                    if size - started >= Self.writebackChunk {
+                    if size - started >= FileSystemSync.writebackChunk {
                         FileSystemSync.startWriteback(descriptor, from: started, length: size - started)
                         started = size
                     }

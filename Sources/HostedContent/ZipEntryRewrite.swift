@@ -1,3 +1,5 @@
+import Digest
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -128,7 +130,6 @@ struct FilledReservation: Sendable {
     let digests: [UInt8]
 
     static let windowSize = 1 << 20
-    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// The final bytes in `range`.
     func bytes(_ range: Range<Int>) -> [UInt8] {
@@ -142,11 +143,11 @@ struct FilledReservation: Sendable {
         }
         var slot = low
         while slot < slots.count && slots[slot] < range.upperBound {
-            for position in 0..<64 where range.contains(slots[slot] + position) {
-                let byte = digests[32 * slot + position / 2]
-                window[slots[slot] + position - range.lowerBound] =
-                    Self.hexDigits[Int(position % 2 == 0 ? byte >> 4 : byte & 0x0f)]
-            }
+            let digits = Array(digests[(32 * slot)..<(32 * slot + 32)].hexString.utf8)
+            let overlap = max(slots[slot], range.lowerBound)..<min(slots[slot] + 64, range.upperBound)
+            window.replaceSubrange(
+                (overlap.lowerBound - range.lowerBound)..<(overlap.upperBound - range.lowerBound),
+                with: digits[(overlap.lowerBound - slots[slot])..<(overlap.upperBound - slots[slot])])
             slot += 1
         }
         return window
@@ -161,7 +162,7 @@ struct FilledReservation: Sendable {
 }
 
 /// `pread`/`pwrite` of whole ranges, with errors that name the file.
-private struct PositionedFile {
+struct PositionedFile {
     let descriptor: Int32
     let path: String
 
@@ -174,22 +175,30 @@ private struct PositionedFile {
     /// Exactly `count` bytes at `offset`; fewer (the file ends) is an error.
     func read(_ count: Int, at offset: Int64) throws(HCPackError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
+        var failure: HCPackError?
+        bytes.withUnsafeMutableBytes { buffer in
+            do throws(HCPackError) { try fill(buffer, at: offset) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    /// Fills all of `buffer` from `offset`; a file that ends first is an error.
+    func fill(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(HCPackError) {
+        guard let base = buffer.baseAddress else { return }
         var done = 0
-        while done < count {
-            let result = bytes.withUnsafeMutableBytes {
-                pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-            }
+        while done < buffer.count {
+            let result = pread(descriptor, base + done, buffer.count - done, off_t(offset) + off_t(done))
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else {
                 throw result < 0
                     ? HCPackError.system("read", path: path, errno: errno)
                     : HCPackError(
-                        .io, "\(path) ends before byte \(offset + Int64(count)); it was cut short while being written", path: path
-                    )
+                        .io, "\(path) ends before byte \(offset + Int64(buffer.count)); it was cut short while being written",
+                        path: path)
             }
             done += result
         }
-        return bytes
     }
 
     /// Whether the file holds `expected` at `offset`, compared a MiB at a time.
@@ -228,5 +237,18 @@ extension [UInt8] {
 
     fileprivate func uint64(at offset: Int) -> UInt64 {
         (0..<8).reduce(0) { $0 | UInt64(self[offset + $1]) << (8 * $1) }
+    }
+}
+
+extension Digest.Hasher {
+    /// Adds the bytes `range` of `file`, read a buffer at a time.
+    func update(contentsOf file: PositionedFile, range: Range<Int64>, buffer: UnsafeMutableRawBufferPointer) throws(HCPackError) {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(buffer.count), range.upperBound - offset))])
+            try file.fill(chunk, at: offset)
+            update(UnsafeRawBufferPointer(chunk))
+            offset += Int64(chunk.count)
+        }
     }
 }
