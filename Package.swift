@@ -13,13 +13,16 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        // The platform layer: every system call the domain needs, and the Linux/macOS differences.
+        .target(name: "FileSystemIO"),
+
         // One Swift wrapper per C library.
-        .target(name: "ArchiveIO", dependencies: ["CArchive"]),
+        .target(name: "ArchiveIO", dependencies: ["CArchive", "FileSystemIO"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
 
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
-        .target(name: "HostedContent", dependencies: ["ArchiveIO", "PropertyList", "Digest"]),
+        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest"]),
 
         // Command line: parsing, rendering, exit codes.
         .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),

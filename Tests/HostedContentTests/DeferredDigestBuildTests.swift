@@ -1,3 +1,4 @@
+import ArchiveIO
 import Digest
 import Foundation
 import TestSupport

@@ -1,13 +1,9 @@
+import ArchiveIO
 import Digest
 import Dispatch
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Hashes an archive whose first file is a reservation by reading it back right behind its writer, on a
 /// thread of its own: it waits for the first file's final bytes (`finalFirstFile`, which waits for the
@@ -42,17 +38,17 @@ final class ArchiveFollower: @unchecked Sendable {
         _ original: Int32, path: String, name: String, reserved: [UInt8],
         finalFirstFile: @escaping @Sendable () throws(HCPackError) -> FilledReservation
     ) {
-        let descriptor = dup(original)
+        let duplicate = Result { () throws(HCPackError) in try Descriptor.duplicate(original, path: path) }
         let thread = Thread { [self] in
             let outcome: Result<[UInt8], HCPackError>
             do throws(HCPackError) {
-                guard descriptor >= 0 else { throw HCPackError.system("dup", path: path, errno: errno) }
+                let descriptor = try duplicate.get()
+                defer { Descriptor.release(descriptor) }
                 outcome = .success(
                     try follow(descriptor, path: path, name: name, reserved: reserved, finalFirstFile: finalFirstFile))
             } catch {
                 outcome = .failure(error)
             }
-            if descriptor >= 0 { close(descriptor) }
             let settled = state.withLock { state -> Bool in
                 state.outcome = outcome
                 return state.checksums != nil
@@ -130,9 +126,8 @@ final class ArchiveFollower: @unchecked Sendable {
             let (finalLength, stopped) = state.withLock { ($0.finalLength, $0.stopped) }
             if stopped { throw HCPackError(.io, "\(path): abandoned", path: path) }
             if let finalLength { return (finalLength, true) }
-            var info = stat()
-            guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
-            if Int64(info.st_size) >= wanted { return (Int64(info.st_size), false) }
+            let size = try Descriptor.size(descriptor, path: path)
+            if size >= wanted { return (size, false) }
             _ = wake.wait(timeout: .now() + Self.pollInterval)
         }
     }

@@ -3,11 +3,6 @@ import Digest
 import Foundation
 import PropertyList
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// A validated build, ready to write: the generated plist, what goes in, what is left out, and the verdict.
 public struct BuildPlan: Sendable {
@@ -496,8 +491,8 @@ public enum Builder {
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
                     modificationTime: options.sourceDateEpoch, reservedFirstFile: reservedPlist)
             } catch {
-                close(descriptor)
-                unlink(temporary)
+                Descriptor.release(descriptor)
+                FileSystem.removeFile(temporary)
                 throw error
             }
         }
@@ -581,26 +576,12 @@ public enum Builder {
     }
 
     private static func makeTemporaryFile(_ template: String, for output: String) throws(HCPackError) -> (Int32, String) {
-        var buffer = Array(template.utf8CString)
-        let descriptor = buffer.withUnsafeMutableBufferPointer { pointer -> Int32 in
-            guard let base = pointer.baseAddress else { return -1 }
-            return mkstemp(base)
-        }
-        guard descriptor >= 0 else { throw HCPackError.system("create a temporary file beside", path: output, errno: errno) }
-        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        let path = String(decoding: buffer.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return (descriptor, path)
+        try FileSystem.makeTemporaryFile(template: template, for: output)
     }
 
     private static func makeTemporaryFolder(_ template: String, for output: String) throws(HCPackError) -> String {
-        var buffer = Array(template.utf8CString)
-        let created = buffer.withUnsafeMutableBufferPointer { pointer -> Bool in
-            guard let base = pointer.baseAddress else { return false }
-            return mkdtemp(base) != nil
-        }
-        guard created else { throw HCPackError.system("create a temporary folder beside", path: output, errno: errno) }
-        let path = String(decoding: buffer.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        chmod(path, 0o755)  // mkdtemp makes it 0700
+        let path = try FileSystem.makeTemporaryDirectory(template: template, for: output)
+        try? FileSystem.setPermissions(path, 0o755)  // mkdtemp makes it 0700
         return path
     }
 
@@ -611,16 +592,17 @@ public enum Builder {
             let temporaryIsFolder = (try FileSystem.status(temporary))?.kind == .directory
             if !temporaryIsFolder && !replacing {
                 // link(2) fails if the output appeared meanwhile, where rename(2) would replace it.
-                if link(temporary, output) == 0 {
-                    unlink(temporary)
+                switch FileSystem.linkWithoutReplacing(temporary, to: output) {
+                case .linked:
+                    FileSystem.removeFile(temporary)
                     return
-                }
-                if errno == EEXIST {
+                case .targetExists:
                     throw HCPackError(.invalidRequest, "\(output) already exists; use --force to replace it", path: output)
+                case .unsupported:
+                    break  // some file systems have no hard links: fall back to rename
                 }
-                // Some file systems have no hard links: fall back to rename.
             }
-            guard rename(temporary, output) == 0 else { throw HCPackError.system("rename into", path: output, errno: errno) }
+            try FileSystem.rename(temporary, to: output, operation: "rename into")
             return
         }
         guard replacing else {
@@ -628,25 +610,23 @@ public enum Builder {
         }
         let temporaryIsFolder = (try FileSystem.status(temporary))?.kind == .directory
         if existing.kind != .directory && !temporaryIsFolder {
-            guard rename(temporary, output) == 0 else { throw HCPackError.system("rename into", path: output, errno: errno) }
+            try FileSystem.rename(temporary, to: output, operation: "rename into")
             return
         }
         let aside = temporary + ".old"
-        guard rename(output, aside) == 0 else { throw HCPackError.system("move aside", path: output, errno: errno) }
-        guard rename(temporary, output) == 0 else {
-            let code = errno
-            rename(aside, output)
-            throw HCPackError.system("rename into", path: output, errno: code)
+        try FileSystem.rename(output, to: aside, operation: "move aside", naming: output)
+        do throws(HCPackError) {
+            try FileSystem.rename(temporary, to: output, operation: "rename into")
+        } catch {
+            try? FileSystem.rename(aside, to: output)
+            throw error
         }
         try? FileManager.default.removeItem(atPath: aside)
     }
 
     /// fsync on a folder, so a rename in it survives a crash.
     static func syncFolder(_ path: String) throws(HCPackError) {
-        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
-        defer { close(descriptor) }
-        guard fsync(descriptor) == 0 || errno == EINVAL else { throw HCPackError.system("fsync", path: path, errno: errno) }
+        try FileSystem.synchronizeFolder(path)
     }
 }
 

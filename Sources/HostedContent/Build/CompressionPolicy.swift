@@ -1,10 +1,5 @@
 import ArchiveIO
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
+import Foundation  // log2
 
 /// How `hcpack build` chooses each zip entry's compression.
 public enum CompressionPolicy: String, Sendable, CaseIterable {

@@ -1,11 +1,6 @@
 import ArchiveIO
 import Digest
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Where `Builder` writes a package: an archive or a folder. Entries arrive in archive order.
 protocol PackageSink: AnyObject {
@@ -78,8 +73,7 @@ final class ArchiveSink: PackageSink {
         }
         self.output = output
         self.modificationTime = modificationTime
-        pipelineDescriptor = dup(descriptor)
-        guard pipelineDescriptor >= 0 else { throw HCPackError.system("dup", path: output, errno: errno) }
+        pipelineDescriptor = try Descriptor.duplicate(descriptor, path: output)
         pipeline.adopt(pipelineDescriptor, path: output, startsWriteback: false)
         diskSync = ProgressiveSync(descriptor, path: output)
         do {
@@ -116,7 +110,7 @@ final class ArchiveSink: PackageSink {
 
     deinit {
         follower?.stop()
-        if isOpen { close(descriptor) }
+        if isOpen { Descriptor.release(descriptor) }
     }
 
     func addFolder(_ path: String) throws(HCPackError) {
@@ -179,9 +173,9 @@ final class ArchiveSink: PackageSink {
                 digest = hasher.finalize()
             }
         }
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: output, errno: errno) }
+        try Descriptor.synchronize(descriptor, path: output)
         isOpen = false
-        guard close(descriptor) == 0 else { throw HCPackError.system("close", path: output, errno: errno) }
+        try Descriptor.close(descriptor, path: output)
     }
 
     private func archive(_ body: () throws(ArchiveError) -> Void) throws(HCPackError) {
@@ -205,7 +199,7 @@ final class FolderSink: PackageSink {
     private let output: String
     private let modificationTime: Int64
     private var folders: [String] = []
-    private var current: (descriptor: Int32, path: String)?
+    private var current: WritableFile?
 
     init(root: String, output: String, modificationTime: Int64) {
         self.root = root
@@ -213,59 +207,37 @@ final class FolderSink: PackageSink {
         self.modificationTime = modificationTime
     }
 
-    deinit { if let current { close(current.descriptor) } }
-
     func addFolder(_ path: String) throws(HCPackError) {
         let full = root + "/" + path
-        guard mkdir(full, 0o755) == 0 else { throw HCPackError.system("mkdir", path: full, errno: errno) }
-        guard chmod(full, 0o755) == 0 else { throw HCPackError.system("chmod", path: full, errno: errno) }  // despite the umask
+        try FileSystem.makeDirectory(full, mode: 0o755, exactMode: true)  // despite the umask
         folders.append(full)
     }
 
     func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
         let full = root + "/" + path
-        let descriptor = open(full, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard descriptor >= 0 else { throw HCPackError.system("create", path: full, errno: errno) }
-        current = (descriptor, full)
-        guard fchmod(descriptor, 0o644) == 0 else { throw HCPackError.system("chmod", path: full, errno: errno) }
+        let file = try FileSystem.createFile(full)
+        current = file
+        try Descriptor.setMode(file.fileDescriptor, 0o644, path: full)
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
-        guard let (descriptor, path) = current, let base = bytes.baseAddress else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw HCPackError.system("write", path: path, errno: errno)
-            }
-            offset += count
-        }
+        try current?.write(bytes)
     }
 
     func endFile() throws(HCPackError) {
-        guard let (descriptor, path) = current else { return }
+        guard let file = current else { return }
         current = nil
-        defer { close(descriptor) }
-        try stamp(descriptor: descriptor, path: path)
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
+        try Descriptor.setTimes(file.fileDescriptor, seconds: modificationTime, path: file.path)
+        try file.finish(mode: nil)
     }
 
     func finish() throws(HCPackError) {
         // Deepest first: stamping a folder after its contents keeps the stamp.
         for folder in ([root] + folders).reversed() {
-            let descriptor = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw HCPackError.system("open", path: folder, errno: errno) }
-            defer { close(descriptor) }
-            try stamp(descriptor: descriptor, path: folder)
-            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: folder, errno: errno) }
+            try FileSystem.withDirectoryDescriptor(folder) { (descriptor) throws(HCPackError) in
+                try Descriptor.setTimes(descriptor, seconds: modificationTime, path: folder)
+                try Descriptor.synchronize(descriptor, path: folder)
+            }
         }
-    }
-
-    /// Sets access and modification times to the build's timestamp.
-    private func stamp(descriptor: Int32, path: String) throws(HCPackError) {
-        let time = timespec(tv_sec: Int(modificationTime), tv_nsec: 0)
-        var times = [time, time]
-        guard futimens(descriptor, &times) == 0 else { throw HCPackError.system("set times of", path: path, errno: errno) }
     }
 }

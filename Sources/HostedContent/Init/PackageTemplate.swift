@@ -1,11 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// The `Templates/` folder `hcpack init` scaffolds from: a commented ContentInfo.plist with placeholders.
 public struct PackageTemplate: Sendable {
     /// The environment variable naming a templates folder.
@@ -17,9 +11,11 @@ public struct PackageTemplate: Sendable {
     /// The version `init` writes unless told otherwise.
     public static let defaultContentVersion = "1.0"
     /// `Templates/` in the source tree this file was compiled from (found when running from a checkout).
-    public static let sourceTreeFolder =
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Templates").path
+    public static let sourceTreeFolder = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // Init/
+        .deletingLastPathComponent()  // HostedContent/
+        .deletingLastPathComponent()  // Sources/
+        .deletingLastPathComponent().appendingPathComponent("Templates").path
 
     /// The folder holding the template files.
     public let folder: String
@@ -162,31 +158,12 @@ public struct PackageTemplate: Sendable {
             }
             created.append(directory)
         }
-        try Self.createFile(plistPath, bytes: rendered)
+        try FileSystem.writeNewFile(plistPath, rendered)
         created.append(plistPath)
         if !FileSystem.exists(contentsPath) {
-            guard mkdir(contentsPath, 0o755) == 0 else { throw HCPackError.system("mkdir", path: contentsPath, errno: errno) }
+            try FileSystem.makeDirectory(contentsPath)
             created.append(contentsPath)
         }
         return created
-    }
-
-    /// Writes a new file (O_EXCL: never replaces one) and syncs it.
-    private static func createFile(_ path: String, bytes: [UInt8]) throws(HCPackError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard descriptor >= 0 else { throw HCPackError.system("create", path: path, errno: errno) }
-        defer { close(descriptor) }
-        var offset = 0
-        while offset < bytes.count {
-            let count = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let code = errno
-                unlink(path)
-                throw HCPackError.system("write", path: path, errno: code)
-            }
-            offset += count
-        }
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
     }
 }

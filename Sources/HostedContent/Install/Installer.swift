@@ -1,10 +1,5 @@
 import Digest
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// Settings for `Installer.install`.
 public struct InstallOptions: Sendable {
@@ -605,7 +600,7 @@ private final class InstallSession {
             /// `name` in the folder at `parent` (a stale file) was moved to `backup` in the replaced folder.
             case removed(parent: [Substring], name: String, backup: String)
             /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
-            case removedFolder(parent: [Substring], name: String, mode: mode_t)
+            case removedFolder(parent: [Substring], name: String, mode: FileMode)
             /// The staged folder `staged` (an archive path) was moved to `name` in DEST, files and all.
             case movedFolder(name: String, staged: String)
         }
@@ -782,12 +777,8 @@ private final class InstallSession {
             guard let parent = try destination.openDirectories(parts), let status = try parent.status(last),
                 status.kind == .directory
             else { break }
-            if unlinkat(parent.descriptor, last, AT_REMOVEDIR) != 0 {
-                let code = errno
-                if code == ENOTEMPTY || code == EEXIST || code == ENOENT { break }
-                throw HCPackError.system("rmdir", path: parent.describe(last), errno: code)
-            }
-            undo.steps.append(.removedFolder(parent: parts, name: last, mode: mode_t(status.permissions)))
+            guard try parent.removeDirectoryIfEmpty(last) else { break }
+            undo.steps.append(.removedFolder(parent: parts, name: last, mode: FileMode(status.permissions)))
         }
     }
 
@@ -807,35 +798,37 @@ private final class InstallSession {
                     continue
                 }
                 if let backup {
-                    intact = (replaced.map { renameat($0.descriptor, backup, folder.descriptor, name) == 0 } ?? false) && intact
+                    intact = (replaced.map { (try? $0.rename(backup, to: folder, name)) != nil } ?? false) && intact
                 } else {
-                    intact = unlinkat(folder.descriptor, name, 0) == 0 && intact
+                    intact = (try? folder.removeFile(name)) == true && intact
                 }
-                _ = fsync(folder.descriptor)
+                try? folder.synchronize()
             case .removed(let parent, let name, let backup):
                 guard let replaced, let folder = try? destination.openDirectories(parent),
-                    renameat(replaced.descriptor, backup, folder.descriptor, name) == 0
+                    (try? replaced.rename(backup, to: folder, name)) != nil
                 else {
                     intact = false
                     continue
                 }
-                _ = fsync(folder.descriptor)
+                try? folder.synchronize()
             case .movedFolder(let name, let staged):
                 // Back where it was staged; the staging area is removed afterwards either way.
                 guard let source = try? staging.folder(of: staged),
-                    renameat(destination.descriptor, name, source.descriptor, name) == 0
+                    (try? destination.rename(name, to: source, name)) != nil
                 else {
                     intact = false
                     continue
                 }
-                _ = fsync(destination.descriptor)
+                try? destination.synchronize()
             case .removedFolder(let parent, let name, let mode):
-                guard let folder = try? destination.openDirectories(parent), mkdirat(folder.descriptor, name, mode) == 0 else {
+                guard let folder = try? destination.openDirectories(parent),
+                    (try? folder.createDirectory(name, mode: mode)) == true
+                else {
                     intact = false
                     continue
                 }
-                _ = fchmodat(folder.descriptor, name, mode, 0)  // exactly the mode it had, whatever the umask
-                _ = fsync(folder.descriptor)
+                try? folder.setPermissions(name, mode)  // exactly the mode it had, whatever the umask
+                try? folder.synchronize()
             }
         }
         for (parent, name) in undo.createdFolders.reversed() {
@@ -844,7 +837,7 @@ private final class InstallSession {
                 continue
             }
             intact = folder.removeEmptyDirectory(name) && intact
-            _ = fsync(folder.descriptor)
+            try? folder.synchronize()
         }
         if undo.createdReceipts { metadata.removeEmptyDirectory(Installer.receiptsFolder) }
         guard intact else { return false }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// A private folder inside `DEST/.hcpack/` that receives archive data as it streams.
 ///
 /// Only regular files that may lie under a package's Contents/ are written ("Contents/..." or
@@ -66,14 +60,16 @@ public final class StagingArea {
         var attempt = 0
         while true {
             let candidate = Self.namePrefix + Self.randomSuffix()
-            if mkdirat(parent.descriptor, candidate, 0o700) == 0 {
+            if try parent.createDirectory(candidate, mode: 0o700) {
                 name = candidate
                 break
             }
-            let code = errno
             attempt += 1
-            guard code == EEXIST, attempt < 100 else {
-                throw HCPackError.system("mkdir", path: parent.describe(candidate), errno: code)
+            guard attempt < 100 else {
+                throw HCPackError(
+                    .io,
+                    "\(parent.path): 100 staging folder names in a row were taken; remove the \(Self.namePrefix)* folders in it",
+                    path: parent.path)
             }
         }
         guard let opened = try parent.openDirectory(name) else {
@@ -132,31 +128,19 @@ public final class StagingArea {
                 let component = String(part)
                 // 0755 like the folders placing makes in DEST, since a whole folder may be moved there; the
                 // staging folder itself (0700) keeps everyone else out meanwhile.
-                if mkdirat(current.descriptor, component, 0o755) != 0 && errno != EEXIST {
-                    throw HCPackError.system("mkdir", path: current.describe(component), errno: errno)
+                _ = try current.createDirectory(component, mode: 0o755)
+                guard let child = try current.openDirectoryIfFolder(component) else {
+                    conflict(name)
+                    return nil
                 }
-                let child = openat(current.descriptor, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                if child < 0 {
-                    let code = errno
-                    if code == ENOTDIR || code == ELOOP {
-                        conflict(name)
-                        return nil
-                    }
-                    throw HCPackError.system("open", path: current.describe(component), errno: code)
-                }
-                current = DirectoryHandle(descriptor: child, path: current.describe(component))
+                current = child
                 openFolders.append((part, current))
             }
             folder = current
         }
-        let descriptor = openat(folder.descriptor, String(leaf), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            let code = errno
-            if code == EEXIST || code == EISDIR || code == ELOOP {
-                conflict(name)
-                return nil
-            }
-            throw HCPackError.system("create", path: folder.describe(String(leaf)), errno: code)
+        guard let descriptor = try folder.createFileDescriptor(String(leaf), mode: 0o600) else {
+            conflict(name)
+            return nil
         }
         // parts[0] or parts[1] is "Contents" (mayBeContent); a file in a folder below it counts for that folder.
         let contentsIndex = parts[0] == "Contents" ? 0 : 1

@@ -3,11 +3,6 @@ import Dispatch
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// SHA-256, and optionally the file writes, on a second thread, so that they overlap reading and
 /// decompressing an archive (verify, install) or compressing one (build).
@@ -213,17 +208,13 @@ private struct AdoptedFiles {
 
     /// Writes all of `bytes`; after a failure the file gets nothing more.
     mutating func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> HCPackError? {
-        guard var file = files[descriptor], !file.failed, let base = bytes.baseAddress else { return nil }
-        var offset = 0
-        while offset < bytes.count {
-            let count = Glibc.write(descriptor, base + offset, bytes.count - offset)
-            if count < 0 {
-                if errno == EINTR { continue }
-                file.failed = true
-                files[descriptor] = file
-                return HCPackError.system("write", path: file.path, errno: errno)
-            }
-            offset += count
+        guard var file = files[descriptor], !file.failed else { return nil }
+        do throws(HCPackError) {
+            try Descriptor.writeAll(descriptor, bytes, path: file.path)
+        } catch {
+            file.failed = true
+            files[descriptor] = file
+            return error
         }
         file.written += Int64(bytes.count)
         // Writeback starts here, on the worker, rather than all at once in the final sync.
@@ -239,23 +230,28 @@ private struct AdoptedFiles {
         guard let file = files.removeValue(forKey: descriptor) else { return nil }
         var failure: HCPackError?
         if keep && !file.failed {
-            if fchmod(descriptor, 0o644) != 0 {
-                failure = HCPackError.system("chmod", path: file.path, errno: errno)
-            } else if !FileSystemSync.isAvailable, fsync(descriptor) != 0 {
-                failure = HCPackError.system("fsync", path: file.path, errno: errno)
-            } else if file.startsWriteback && file.written - file.writebackStarted >= 128 << 10 {
-                // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
-                FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
+            do throws(HCPackError) {
+                try Descriptor.setMode(descriptor, 0o644, path: file.path)
+                if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: file.path) }
+                if file.startsWriteback && file.written - file.writebackStarted >= 128 << 10 {
+                    // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
+                    FileSystemSync.startWriteback(
+                        descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
+                }
+            } catch {
+                failure = error
             }
         }
-        if Glibc.close(descriptor) != 0 && keep && failure == nil && !file.failed {
-            failure = HCPackError.system("close", path: file.path, errno: errno)
+        if keep && failure == nil && !file.failed {
+            do throws(HCPackError) { try Descriptor.close(descriptor, path: file.path) } catch { failure = error }
+        } else {
+            Descriptor.release(descriptor)
         }
         return failure
     }
 
     mutating func closeAll() {
-        for descriptor in files.keys { _ = Glibc.close(descriptor) }
+        for descriptor in files.keys { Descriptor.release(descriptor) }
         files = [:]
     }
 }

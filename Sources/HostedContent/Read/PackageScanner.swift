@@ -5,11 +5,6 @@ import Foundation
 import PropertyList
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Limits for reading untrusted packages.
 public struct ReadLimits: Sendable, Equatable {
@@ -192,8 +187,7 @@ public enum PackageScanner {
         if reading != .hash {
             let stamp = reading == .headAndStamp ? try file.stamp() : nil
             var head = [UInt8](repeating: 0, count: ExecutableKind.headLength)
-            let count = head.withUnsafeMutableBytes { Glibc.read(file.descriptor, $0.baseAddress, $0.count) }
-            if count < 0 { throw HCPackError.system("read", path: path, errno: errno) }
+            let count = try Descriptor.read(file.descriptor, into: &head, path: path)
             return FileFacts(
                 executable: head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) }, stamp: stamp)
         }

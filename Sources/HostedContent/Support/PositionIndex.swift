@@ -145,7 +145,9 @@ struct CollisionFinder {
         }
         if let earlier = sameNormalization { return .normalization(pathAt(earlier)) }
         let folded = PackagePath.foldKey(path)
-        let sameFolding = byFolding.insert(position, hash: PositionIndex.stringHash(folded)) { PackagePath.foldKey(pathAt($0)) == folded }
+        let sameFolding = byFolding.insert(position, hash: PositionIndex.stringHash(folded)) {
+            PackagePath.foldKey(pathAt($0)) == folded
+        }
         if let earlier = sameFolding { return .folded(pathAt(earlier)) }
         return nil
     }

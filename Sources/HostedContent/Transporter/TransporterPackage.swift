@@ -1,11 +1,6 @@
 import Digest
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
 
 /// What `TransporterPackage.write` needs: the package archive, the app's vendor ID, where to write.
 public struct TransporterRequest: Sendable {
@@ -175,58 +170,31 @@ public enum TransporterPackage {
 
     private static func makeTemporaryFolder(in parent: String, near output: String) throws(HCPackError) -> String {
         let name = URL(fileURLWithPath: output).lastPathComponent
-        var template = Array((parent + "/." + name + ".tmp-XXXXXX").utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard let created else { throw HCPackError.system("mkdtemp", path: parent, errno: errno) }
-        return String(cString: created)
+        return try FileSystem.makeTemporaryDirectory(template: parent + "/." + name + ".tmp-XXXXXX", for: parent)
     }
 
     /// Copies a file, returning its size and MD5 computed from the bytes written.
     private static func copy(_ source: String, to destination: String) throws(HCPackError) -> (Int64, String) {
         let input = try OpenFile(reading: source)
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard output >= 0 else { throw HCPackError.system("open", path: destination, errno: errno) }
-        defer { close(output) }
+        let output = try FileSystem.createFile(destination)
         let hasher = Digest.Hasher(.md5)
         var total: Int64 = 0
         try input.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
             hasher.update(chunk)
             total += Int64(chunk.count)
-            try writeAll(output, chunk, path: destination)
+            try output.write(chunk)
         }
-        guard fsync(output) == 0 else { throw HCPackError.system("fsync", path: destination, errno: errno) }
+        try output.finish(mode: nil)
         return (total, hasher.finalize().hexString)
     }
 
     private static func writeFile(_ path: String, _ bytes: [UInt8]) throws(HCPackError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
-        defer { close(descriptor) }
-        let result: HCPackError? = bytes.withUnsafeBytes { buffer in
-            do throws(HCPackError) {
-                try writeAll(descriptor, buffer, path: path)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let result { throw result }
-        guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
-    }
-
-    private static func writeAll(_ descriptor: Int32, _ buffer: UnsafeRawBufferPointer, path: String) throws(HCPackError) {
-        var offset = 0
-        while offset < buffer.count {
-            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw HCPackError.system("write", path: path, errno: errno)
-            }
-            offset += written
-        }
+        let file = try FileSystem.createFile(path)
+        try file.write(bytes)
+        try file.finish(mode: nil)
     }
 
     private static func rename(_ from: String, to: String) throws(HCPackError) {
-        guard Glibc.rename(from, to) == 0 else { throw HCPackError.system("rename", path: to, errno: errno) }
+        try FileSystem.rename(from, to: to)
     }
 }

@@ -9,14 +9,14 @@ import Darwin
 /// libarchive silently drops central-directory records that point at a local header already seen, which is how
 /// overlapping-entry zips hide files that other extractors do unpack; and it ignores bytes after the end record,
 /// where another extractor may find a second archive. Both are refused.
-struct ZipEndRecord {
+public struct ZipEndRecord: Sendable {
     /// Entries the central directory declares; nil for Zip64 counts.
-    var declaredEntries: Int?
+    public var declaredEntries: Int?
     /// Bytes after the end record and its comment.
-    var trailingBytes: Int
+    public var trailingBytes: Int
 
     /// Reads the last end record of the zip at `path`; nil when there is none.
-    static func read(path: String) -> ZipEndRecord? {
+    public static func read(path: String) -> ZipEndRecord? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }

@@ -1,4 +1,3 @@
-import Digest
 import Dispatch
 import Foundation
 import Synchronization
@@ -18,7 +17,7 @@ public final class DirectoryHandle {
     public let path: String
 
     /// Takes ownership of an open folder descriptor.
-    init(descriptor: Int32, path: String) {
+    public init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
     }
@@ -27,7 +26,7 @@ public final class DirectoryHandle {
 
     /// Opens a folder by path, refusing a symlink as its last component (`open(O_DIRECTORY|O_NOFOLLOW)`).
     public static func open(_ path: String) throws(HCPackError) -> DirectoryHandle {
-        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let descriptor = CLibrary.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
         return DirectoryHandle(descriptor: descriptor, path: path)
     }
@@ -68,6 +67,31 @@ public final class DirectoryHandle {
         return (child, created)
     }
 
+    /// Creates the folder `name` (`mkdirat`); false when something already has that name.
+    public func createDirectory(_ name: String, mode: mode_t) throws(HCPackError) -> Bool {
+        if mkdirat(descriptor, name, mode) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw HCPackError.system("mkdir", path: describe(name), errno: errno)
+    }
+
+    /// Opens the folder `name`; nil when it is missing, or is not a folder (a file or a symlink).
+    public func openDirectoryIfFolder(_ name: String) throws(HCPackError) -> DirectoryHandle? {
+        let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard child >= 0 else {
+            let code = errno
+            if code == ENOENT || code == ENOTDIR || code == ELOOP { return nil }
+            throw HCPackError.system("open", path: describe(name), errno: code)
+        }
+        return DirectoryHandle(descriptor: child, path: describe(name))
+    }
+
+    /// Sets the mode of `name` exactly, whatever the umask (`fchmodat`).
+    public func setPermissions(_ name: String, _ mode: mode_t) throws(HCPackError) {
+        guard fchmodat(descriptor, name, mode, 0) == 0 else {
+            throw HCPackError.system("chmod", path: describe(name), errno: errno)
+        }
+    }
+
     /// Opens (creating as needed) the folder at a '/'-separated relative path, one component at a time.
     public func makeDirectories(_ relative: [Substring]) throws(HCPackError) -> DirectoryHandle {
         var current = self
@@ -103,6 +127,18 @@ public final class DirectoryHandle {
         return WritableFile(descriptor: file, path: describe(name))
     }
 
+    /// Creates `name` for writing and returns its descriptor, which the caller owns (`openat(O_CREAT|O_EXCL|
+    /// O_NOFOLLOW)`); nil when the name is taken by anything (a file, a folder, a symlink).
+    public func createFileDescriptor(_ name: String, mode: mode_t) throws(HCPackError) -> Int32? {
+        let file = openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard file >= 0 else {
+            let code = errno
+            if code == EEXIST || code == EISDIR || code == ELOOP { return nil }
+            throw HCPackError.system("create", path: describe(name), errno: code)
+        }
+        return file
+    }
+
     /// Replaces `name` with `bytes` atomically: a temporary file written and fsync'd, then renamed over it,
     /// then the folder fsync'd so the rename itself survives a crash.
     public func writeAtomically(_ name: String, _ bytes: [UInt8]) throws(HCPackError) {
@@ -110,7 +146,8 @@ public final class DirectoryHandle {
     }
 
     /// `writeAtomically`, with the content written by `produce` (in pieces, so it is never whole in memory).
-    public func writeAtomically(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError) {
+    public func writeAtomically(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError)
+    {
         let temporary = try writeTemporary(name, producing: produce)
         do throws(HCPackError) {
             try rename(temporary, to: self, name)
@@ -128,7 +165,9 @@ public final class DirectoryHandle {
     }
 
     /// `writeTemporary`, with the content written by `produce`.
-    public func writeTemporary(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError) -> String {
+    public func writeTemporary(_ name: String, producing produce: (WritableFile) throws(HCPackError) -> Void) throws(HCPackError)
+        -> String
+    {
         let temporary = name + ".tmp"
         if unlinkat(descriptor, temporary, 0) != 0 && errno != ENOENT {
             throw HCPackError.system("unlink", path: describe(temporary), errno: errno)
@@ -144,19 +183,18 @@ public final class DirectoryHandle {
         return temporary
     }
 
-    /// `renameat2(RENAME_NOREPLACE)`: moves `name` to `targetName` in `target` unless that name is taken.
-    /// - Returns: false when it is taken, or when the system cannot promise not to replace (no `renameat2`,
+    /// `renameat2(RENAME_NOREPLACE)` (macOS: `renameatx_np(RENAME_EXCL)`): moves `name` to `targetName` in
+    /// `target` unless that name is taken.
+    /// - Returns: false when it is taken, or when the system cannot promise not to replace (no such call,
     ///   or a file system without `RENAME_NOREPLACE`): the caller then moves things its other way.
-    public func renameWithoutReplacing(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) -> Bool {
-        guard let renameat2 = Self.renameat2 else { return false }
-        if renameat2(descriptor, name, target.descriptor, targetName, 1 /* RENAME_NOREPLACE */) == 0 { return true }
+    public func renameWithoutReplacing(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError)
+        -> Bool
+    {
+        if FileSystemIO.renameWithoutReplacing(descriptor, name, target.descriptor, targetName) == 0 { return true }
         let code = errno
         if code == EEXIST || code == EINVAL || code == ENOSYS || code == ENOTEMPTY { return false }
         throw HCPackError.system("rename", path: describe(name), errno: code)
     }
-
-    private typealias RenameFunction = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-    private static let renameat2 = gnuFunction("renameat2", as: RenameFunction.self)
 
     /// `linkat`: a second name for the file `name`, in `target` (same file system; never follows a symlink).
     public func link(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
@@ -197,25 +235,22 @@ public final class DirectoryHandle {
         }
     }
 
-    /// The size and SHA-256 of a regular file, read without following symlinks; nil when it does not exist.
-    public func digest(_ name: String) throws(HCPackError) -> FileRecord? {
-        guard let file = try openForReading(name) else { return nil }
+    /// Reads a regular file to its end without following symlinks, a `buffer` at a time; false when it does
+    /// not exist.
+    public func readChunks(
+        _ name: String, buffer: UnsafeMutableRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void
+    ) throws(HCPackError) -> Bool {
+        guard let file = try openForReading(name) else { return false }
         defer { close(file) }
-        let hasher = Digest.Hasher(.sha256)
-        var total: Int64 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
         while true {
             let count = read(file, buffer.baseAddress, buffer.count)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw HCPackError.system("read", path: describe(name), errno: errno)
             }
-            if count == 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            total += Int64(count)
+            if count == 0 { return true }
+            body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
-        return FileRecord(size: total, sha256: hasher.finalize().hexString)
     }
 
     /// `renameat` from this folder to another on the same file system (replaces a file at the target).
@@ -237,6 +272,14 @@ public final class DirectoryHandle {
     @discardableResult
     public func removeEmptyDirectory(_ name: String) -> Bool {
         unlinkat(descriptor, name, AT_REMOVEDIR) == 0
+    }
+
+    /// Removes the folder `name` if it is empty; false when it is not empty or missing.
+    public func removeDirectoryIfEmpty(_ name: String) throws(HCPackError) -> Bool {
+        if unlinkat(descriptor, name, AT_REMOVEDIR) == 0 { return true }
+        let code = errno
+        if code == ENOTEMPTY || code == EEXIST || code == ENOENT { return false }
+        throw HCPackError.system("rmdir", path: describe(name), errno: code)
     }
 
     /// Removes `name` and everything under it, never following a symlink (each is unlinked as a file).
@@ -286,17 +329,13 @@ public final class WritableFile {
 
     deinit { if descriptor >= 0 { close(descriptor) } }
 
+    /// The open descriptor, for code that hands it to a library (libarchive writes through it); -1 once
+    /// `finish` has closed it.
+    public var fileDescriptor: Int32 { descriptor }
+
     /// Writes all of `bytes`, retrying short writes.
     public func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
-        var offset = 0
-        while offset < bytes.count {
-            let count = Glibc.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw HCPackError.system("write", path: path, errno: errno)
-            }
-            offset += count
-        }
+        try Descriptor.writeAll(descriptor, bytes, path: path)
     }
 
     /// Writes all of `bytes`.
@@ -310,116 +349,13 @@ public final class WritableFile {
 
     /// Sets the mode exactly (whatever the umask), flushes the data to disk (unless `synchronize` is false:
     /// the caller then syncs the whole file system once) and closes the file.
-    public func finish(mode: mode_t = 0o644, synchronize: Bool = true) throws(HCPackError) {
-        guard fchmod(descriptor, mode) == 0 else { throw HCPackError.system("chmod", path: path, errno: errno) }
-        if synchronize {
-            guard fsync(descriptor) == 0 else { throw HCPackError.system("fsync", path: path, errno: errno) }
-        }
+    /// - Parameter mode: nil leaves the mode the file was created with.
+    public func finish(mode: mode_t? = 0o644, synchronize: Bool = true) throws(HCPackError) {
+        if let mode { try Descriptor.setMode(descriptor, UInt32(mode), path: path) }
+        if synchronize { try Descriptor.synchronize(descriptor, path: path) }
         let result = close(descriptor)
         descriptor = -1
         guard result == 0 else { throw HCPackError.system("close", path: path, errno: errno) }
-    }
-}
-
-/// A C library function that Glibc's Swift module does not export (GNU extensions such as `syncfs`,
-/// `sync_file_range`, `renameat2`), looked up with `dlsym`; nil where the C library lacks it.
-private func gnuFunction<Function>(_ name: String, as type: Function.Type) -> Function? {
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
-    return unsafeBitCast(symbol, to: Function.self)
-}
-
-/// `syncfs(2)` and `sync_file_range(2)`, looked up once with `gnuFunction`.
-enum FileSystemSync {
-    private typealias Function = @convention(c) (Int32) -> Int32
-    private static let function = gnuFunction("syncfs", as: Function.self)
-
-    private typealias RangeFunction = @convention(c) (Int32, Int64, Int64, UInt32) -> Int32
-    private static let syncFileRange = gnuFunction("sync_file_range", as: RangeFunction.self)
-
-    /// How much written data to let pile up before starting its writeback.
-    static let writebackChunk: Int64 = 8 << 20
-
-    /// Starts writing a range of a file to disk without waiting (`sync_file_range(SYNC_FILE_RANGE_WRITE)`),
-    /// so that the final fsync of a large output finds most of it already on disk. Advisory: errors are
-    /// left for fsync to report.
-    static func startWriteback(_ descriptor: Int32, from offset: Int64, length: Int64) {
-        _ = syncFileRange?(descriptor, offset, length, 2 /* SYNC_FILE_RANGE_WRITE */)
-    }
-
-    /// True when `syncfs` exists; otherwise callers fsync file by file.
-    static var isAvailable: Bool { function != nil }
-
-    /// Flushes every file of the file system holding `directory` to disk.
-    static func synchronize(_ directory: DirectoryHandle) throws(HCPackError) {
-        guard let function else { return }
-        guard function(directory.descriptor) == 0 else { throw HCPackError.system("syncfs", path: directory.path, errno: errno) }
-    }
-
-    /// `syncfs` on its own thread. With `whileWriting`, it runs again and again until `finish()` (so the disk
-    /// works while files are still being written, instead of all at once at the end), then once more;
-    /// `wait()` returns after that last one and throws the first failure.
-    final class Background: @unchecked Sendable {
-        // @unchecked: the state is behind the mutex; the semaphores hand over the rest.
-        private let done = DispatchSemaphore(value: 0)
-        private let wake = DispatchSemaphore(value: 0)
-        private let state = Mutex<(finishing: Bool, failure: Int32)>((false, 0))
-        private let path: String
-        private var waited = false
-
-        /// Starts syncing the file system of `directory` (through a duplicate descriptor the thread owns).
-        init(_ directory: DirectoryHandle, whileWriting: Bool) {
-            path = directory.path
-            let descriptor = dup(directory.descriptor)
-            guard descriptor >= 0, let function = FileSystemSync.function else {
-                let failure = descriptor >= 0 ? 0 : errno
-                state.withLock { $0.failure = failure }
-                if descriptor >= 0 { close(descriptor) }
-                done.signal()
-                return
-            }
-            if !whileWriting { state.withLock { $0.finishing = true } }
-            let thread = Thread { [self] in
-                while !state.withLock({ $0.finishing }) {
-                    sync(function, descriptor)
-                    _ = wake.wait(timeout: .now() + .milliseconds(20))
-                }
-                sync(function, descriptor)
-                close(descriptor)
-                done.signal()
-            }
-            thread.name = "hcpack-syncfs"
-            thread.start()
-        }
-
-        private func sync(_ function: Function, _ descriptor: Int32) {
-            if function(descriptor) != 0 {
-                let code = errno
-                state.withLock { if $0.failure == 0 { $0.failure = code } }
-            }
-        }
-
-        deinit {
-            if !waited {
-                finish()
-                done.wait()
-            }
-        }
-
-        /// Everything is written: one last syncfs, then `wait()` returns.
-        func finish() {
-            state.withLock { $0.finishing = true }
-            wake.signal()
-        }
-
-        func wait() throws(HCPackError) {
-            finish()
-            if !waited {
-                done.wait()
-                waited = true
-            }
-            let failure = state.withLock { $0.failure }
-            if failure != 0 { throw HCPackError.system("syncfs", path: path, errno: failure) }
-        }
     }
 }
 

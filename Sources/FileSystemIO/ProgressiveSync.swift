@@ -15,7 +15,7 @@ import Synchronization
 /// host's cache flush after the last byte was written; flushing as the file grows overlaps that with
 /// writing (measured in bench/README.md). Neither call may run on the writing thread: both wait for the
 /// disk's queue, which stalled the writes.
-final class ProgressiveSync: @unchecked Sendable {
+public final class ProgressiveSync: @unchecked Sendable {
     // @unchecked: the thread owns `descriptor`; the rest is behind the mutex or a semaphore.
     private let state = Mutex<(finishing: Bool, failure: Int32)>((false, 0))
     private let wake = DispatchSemaphore(value: 0)
@@ -24,12 +24,12 @@ final class ProgressiveSync: @unchecked Sendable {
     private var finished = false
 
     /// `fdatasync` once this much more has been written.
-    static let flushInterval: Int64 = 64 << 20
+    public static let flushInterval: Int64 = 64 << 20
     /// How often the thread looks at the file's size.
     private static let pollInterval = DispatchTimeInterval.milliseconds(3)
 
     /// Starts the thread on a duplicate of `original`; `path` names the file in errors.
-    init(_ original: Int32, path: String) {
+    public init(_ original: Int32, path: String) {
         self.path = path
         let descriptor = dup(original)
         guard descriptor >= 0 else {
@@ -71,7 +71,7 @@ final class ProgressiveSync: @unchecked Sendable {
 
     /// Stops the thread once the file is complete; throws the first failure it met. The caller still makes
     /// the file durable (`fsync`): what was flushed here makes that quick.
-    func finish() throws(HCPackError) {
+    public func finish() throws(HCPackError) {
         stop()
         let failure = state.withLock { $0.failure }
         if failure != 0 { throw HCPackError.system("fdatasync", path: path, errno: failure) }

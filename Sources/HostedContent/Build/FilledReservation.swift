@@ -1,0 +1,70 @@
+import ArchiveIO
+import Digest
+
+/// A reserved file's final bytes: the reservation with 64 lowercase hex digits at each slot, from 32-byte
+/// digests, made a window at a time so the final copy never exists whole (7.5 MB for a plist of 26,000
+/// records, which pushed a 2 GiB build's peak RSS from 55 to 62 MiB).
+struct FilledReservation: Sendable {
+    /// The bytes as written first.
+    let reserved: [UInt8]
+    /// Where each slot's 64 digits start in `reserved`, ascending.
+    let slots: [Int]
+    /// 32 bytes a slot, in slot order.
+    let digests: [UInt8]
+
+    static let windowSize = 1 << 20
+
+    /// The final bytes in `range`.
+    func bytes(_ range: Range<Int>) -> [UInt8] {
+        var window = Array(reserved[range])
+        // The first slot whose digits reach into the range.
+        var low = 0
+        var high = slots.count
+        while low < high {
+            let middle = (low + high) / 2
+            if slots[middle] + 64 <= range.lowerBound { low = middle + 1 } else { high = middle }
+        }
+        var slot = low
+        while slot < slots.count && slots[slot] < range.upperBound {
+            let digits = Array(digests[(32 * slot)..<(32 * slot + 32)].hexString.utf8)
+            let overlap = max(slots[slot], range.lowerBound)..<min(slots[slot] + 64, range.upperBound)
+            window.replaceSubrange(
+                (overlap.lowerBound - range.lowerBound)..<(overlap.upperBound - range.lowerBound),
+                with: digits[(overlap.lowerBound - slots[slot])..<(overlap.upperBound - slots[slot])])
+            slot += 1
+        }
+        return window
+    }
+
+    /// CRC-32 of the final bytes.
+    func checksum() -> UInt32 {
+        stride(from: 0, to: reserved.count, by: Self.windowSize).reduce(0) { crc, start in
+            CRC32.update(crc, with: bytes(start..<min(start + Self.windowSize, reserved.count)))
+        }
+    }
+}
+
+extension Digest.Hasher {
+    /// Adds the bytes `range` of `file`, read a buffer at a time.
+    func update(contentsOf file: PositionedFile, range: Range<Int64>, buffer: UnsafeMutableRawBufferPointer) throws(HCPackError) {
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let chunk = UnsafeMutableRawBufferPointer(
+                rebasing: buffer[..<Int(min(Int64(buffer.count), range.upperBound - offset))])
+            try file.fill(chunk, at: offset)
+            update(UnsafeRawBufferPointer(chunk))
+            offset += Int64(chunk.count)
+        }
+    }
+}
+
+extension ZipEntryRewrite {
+    /// `replaceFirstEntryData` with the final bytes of a filled reservation.
+    static func replaceFirstEntryData(
+        in descriptor: Int32, path: String, name: String, with final: FilledReservation, finalCRC: UInt32
+    ) throws(HCPackError) {
+        try replaceFirstEntryData(
+            in: descriptor, path: path, name: name, reserved: final.reserved, windowSize: FilledReservation.windowSize,
+            final: final.bytes, finalCRC: finalCRC)
+    }
+}
