@@ -96,18 +96,27 @@ struct InstallCommand: Command {
         case .completed(let result):
             if json {
                 context.out(Self.json(result).rendered() + "\n")
-            } else if !quiet {
-                context.out(Self.text(result, destination: options.destination))
+            } else {
+                // Warnings (a package without Files, say) go to stderr even with --quiet: they need a reader.
+                context.err(Self.warnings(result))
+                if !quiet { context.out(Self.text(result, destination: options.destination)) }
             }
             return ExitCode.success
         }
     }
 
+    /// The package's warnings, one line each, for stderr.
+    static func warnings(_ result: InstallResult) -> String {
+        result.report.problems.problems.map { problem in
+            let location = problem.path.isEmpty ? "" : problem.path + ": "
+            return "\(problem.severity.rawValue): [\(problem.rule.rawValue)] \(location)\(problem.message)\n"
+        }.joined()
+    }
+
     static func text(_ result: InstallResult, destination: String) -> String {
         var text = ""
-        for problem in result.report.problems.problems {
-            let location = problem.path.isEmpty ? "" : problem.path + ": "
-            text += "\(problem.severity.rawValue): [\(problem.rule.rawValue)] \(location)\(problem.message)\n"
+        if result.selection == .contents {
+            text += "every file under Contents/ was selected, not a Files list\n"
         }
         for path in result.kept {
             text +=
@@ -132,6 +141,7 @@ struct InstallCommand: Command {
             ("productIdentifier", .string(result.productIdentifier)),
             ("version", .string(result.version)),
             ("previousVersion", result.previousVersion.map(JSONValue.string) ?? .null),
+            ("selection", .string(result.selection.rawValue)),
             ("installed", .array(result.installed.map(JSONValue.string))),
             ("skipped", .array(result.skipped.map(JSONValue.string))),
             ("removed", .array(result.removed.map(JSONValue.string))),

@@ -263,23 +263,18 @@ struct InstallTests {
         #expect(result.version == "1.2")
     }
 
-    @Test("Without a Files key install refuses, and --all installs every file under Contents/")
+    @Test("Without a Files key install selects every file under Contents/, as --all does, and warns")
     func missingFilesKey() throws {
         let bench = InstallBench()
         var package = PackageArchive()
         package.filesKey = false
         let archive = bench.archive(package)
-        do {
-            _ = try bench.install(archive)
-            Issue.record("the install went through")
-        } catch {
-            #expect(error.code == .invalidPackage)
-            #expect(error.message.contains("no Files key"))
-            #expect(error.message.contains("--all"))
-        }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: bench.dest).isEmpty)
-        let result = try bench.installed(archive) { $0.installAll = true }
+        let result = try bench.installed(archive)
+        #expect(result.selection == .contents)
         #expect(result.installed == sampleFiles.map(\.0).sorted())
+        #expect(result.report.problems.problems.map(\.rule) == [.filesKeyMissing])
+        let listed = try bench.installed(bench.archive(PackageArchive(version: "1.1")))
+        #expect(listed.selection == .files)
     }
 
     @Test("--all also installs files that Files does not list")

@@ -46,6 +46,8 @@ public struct PackageArchive {
     public var listed: [String]?
     /// False leaves the Files key out.
     public var filesKey = true
+    /// Keys of the app's own, added to ContentInfo.plist as strings (Xcode-built packages may carry some).
+    public var appKeys: [String: String] = [:]
     /// False leaves HCPackIntegrity out.
     public var integrity = true
     /// Replaces the recorded {Size, SHA256} of a path.
@@ -71,7 +73,7 @@ public struct PackageArchive {
         func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
         var spec: [String: Any] = [
             "format": format.rawValue, "output": path, "product": product, "version": version,
-            "files": files.map { [$0.0, base64($0.1)] }, "filesKey": filesKey, "integrity": integrity, "root": root,
+            "files": files.map { [$0.0, base64($0.1)] }, "filesKey": filesKey, "integrity": integrity, "root": root, "appKeys": appKeys,
             "overrides": Dictionary(
                 uniqueKeysWithValues: integrityOverrides.map { ($0.key, ["Size": $0.value.size, "SHA256": $0.value.sha256]) }),
             "extra": extra.map {
@@ -108,6 +110,7 @@ public struct PackageArchive {
                 data = random.Random(gen["seed"] * 1000003 + i).randbytes(gen["size"])
                 files.append(("%s%d/file-%d.bin" % (gen["prefix"], i // 50, i), data))
         info = {"IAPProductIdentifier": spec["product"], "ContentVersion": spec["version"]}
+        info.update(spec["appKeys"])
         listed = spec.get("listed")
         if listed is None:
             listed = [p for p, _ in files]

@@ -5,7 +5,8 @@ import Digest
 public struct InstallOptions: Sendable {
     /// The folder files are installed into; it must exist.
     public var destination: String
-    /// Install every regular file under Contents/ (junk aside), whether or not Files lists it.
+    /// Install every regular file under Contents/ (junk aside), whether or not Files lists it. A package
+    /// without a Files key (as Xcode builds them) is installed this way anyway.
     public var installAll: Bool
     /// Refuse a package whose IAPProductIdentifier differs.
     public var expectedProductIdentifier: String?
@@ -45,6 +46,15 @@ public enum InstallStatus: String, Sendable {
     case downgraded
 }
 
+/// Which files an install placed.
+public enum InstallSelection: String, Sendable, Codable {
+    /// The files that ContentInfo.plist's Files array lists.
+    case files
+    /// Every regular file under Contents/ (junk aside): the plist has no Files key (Xcode-built packages), or
+    /// `installAll` asked for it.
+    case contents
+}
+
 /// The result of an install that went through.
 public struct InstallResult: Sendable {
     /// What happened to DEST as a whole.
@@ -55,6 +65,8 @@ public struct InstallResult: Sendable {
     public var version: String
     /// The version the receipt recorded before, if any.
     public var previousVersion: String?
+    /// Whether the Files list or everything under Contents/ was installed.
+    public var selection: InstallSelection
     /// Paths (relative to DEST) placed by this install.
     public var installed: [String]
     /// Paths already holding exactly the right bytes, left untouched.
@@ -213,10 +225,12 @@ private final class InstallSession {
         // the entries once `wanted` holds what to place, before placing and the receipt need memory of their own.
         let listed = report.contentInfo?.files
         report.releasePlist()
-        let wanted = try filesToInstall(report, listed: listed, archive: archive)
+        let selection: InstallSelection = options.installAll || listed == nil ? .contents : .files
+        let wanted = try filesToInstall(report, listed: selection == .files ? listed : nil, archive: archive)
         report.releaseContents()
         let plan = try makePlan(package: package, wanted: wanted)
-        let result = try execute(plan, package: package, wanted: wanted, report: report)
+        var result = try execute(plan, package: package, wanted: wanted, report: report)
+        result.selection = selection
         try? staging.remove()
         self.staging = nil
         lock.release()
@@ -282,7 +296,8 @@ private final class InstallSession {
         return Package(productIdentifier: identifier, version: version, contentsPrefix: root + "Contents/")
     }
 
-    /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity).
+    /// The files to place, with their size and digest as streamed (already checked against HCPackIntegrity):
+    /// those `listed`, or with no list every regular file under Contents/ (junk aside).
     func filesToInstall(_ report: VerificationReport, listed: [String]?, archive: String) throws(HCPackError) -> [InstalledFile] {
         // Positions in the snapshot by name under Contents/, matched as Strings are (NFC finds NFD).
         let entries = report.snapshot.entries
@@ -296,17 +311,12 @@ private final class InstallSession {
         }
         func position(_ path: Substring) -> Int? { byPath.find(hash(path)) { name($0) == path } }
         let paths: [String]
-        if options.installAll {
+        if let listed {
+            paths = listed
+        } else {
             // One path per name (the last entry, as the lookup finds it).
             paths = entries.indices.filter { entries[$0].kind == .file && entries[$0].path.hasPrefix("Contents/") && position(name($0)) == $0 }
                 .map { String(name($0)) }.filter { !PackagePath.isJunk($0) }.sorted()
-        } else if let listed {
-            paths = listed
-        } else {
-            throw HCPackError(
-                .invalidPackage,
-                "\(archive): ContentInfo.plist has no Files key, so there is no list of files to install; add Files (hcpack build writes it) or pass --all to install every file under Contents/",
-                path: archive)
         }
         var result: [InstalledFile] = []
         result.reserveCapacity(paths.count)
@@ -532,7 +542,8 @@ private final class InstallSession {
     {
         var result = InstallResult(
             status: plan.status, productIdentifier: package.productIdentifier, version: package.version.text,
-            previousVersion: plan.previous?.version, installed: [], skipped: plan.skip, removed: [], kept: plan.keep,
+            previousVersion: plan.previous?.version, selection: .files, installed: [], skipped: plan.skip, removed: [],
+            kept: plan.keep,
             bytes: 0, stagedBytes: staging?.writtenBytes ?? 0, report: report)
         if plan.status == .unchanged { return result }
         guard let staging else { throw HCPackError(.io, "internal error: no staging folder", path: destinationPath) }

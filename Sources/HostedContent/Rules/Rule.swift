@@ -92,7 +92,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .plistWrongType: "A known key has the wrong type (for example Files is not an array of strings)."
         case .productIdentifierSyntax: "IAPProductIdentifier is not 1 to 100 letters, digits, '.', '-' or '_'."
         case .contentVersionSyntax: "ContentVersion is not integers separated by periods (1, 1.0, 2.10.3)."
-        case .filesKeyMissing: "The Files key is absent: installers that rely on it copy nothing."
+        case .filesKeyMissing:
+            "The Files key is absent (as in packages Xcode builds): hcpack installs every file under Contents/; installers that copy only the listed files copy nothing."
         case .filesEmptyPath: "A Files entry is empty or has an empty component ('a//b')."
         case .filesAbsolutePath: "A Files entry starts with '/' or a drive letter."
         case .filesDotComponent: "A Files entry has a '.' or '..' component."

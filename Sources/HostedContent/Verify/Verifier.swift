@@ -259,7 +259,7 @@ private struct RuleChecker {
 
         switch dictionary[ContentInfo.filesKey] {
         case nil:
-            problems.add(.filesKeyMissing, path: ContentInfo.fileName, "no Files array: installers that copy the listed files will copy nothing; hcpack build can generate it")
+            problems.add(.filesKeyMissing, path: ContentInfo.fileName, "no Files array (as in packages Xcode builds): hcpack install installs every file under Contents/, but installers that copy only the listed files copy nothing; hcpack build can generate it")
         case .array(let values)?:
             for (index, value) in values.enumerated() {
                 if let path = value.stringValue {
