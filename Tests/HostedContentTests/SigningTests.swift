@@ -33,6 +33,19 @@ struct SigningTests {
         #expect(throws: NoteFormatError.self) { try SignedNote.parse(Array(text.utf8)) }
     }
 
+    @Test("A key whose base64 holds '+' parses back (only the first two '+' separate)")
+    func plusInKey() throws {
+        var found = false
+        for _ in 0..<200 {
+            let line = try SigningKey.generate(name: "example.com/levels").verifierKey.line
+            guard line.split(separator: "+").count > 3 else { continue }
+            #expect(try VerifierKey(line: line).line == line)
+            found = true
+            break
+        }
+        #expect(found)
+    }
+
     @Test("Verifier keys: a changed hash, name or key is refused")
     func badKeys() {
         for line in [

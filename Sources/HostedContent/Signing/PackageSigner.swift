@@ -58,28 +58,17 @@ public enum PackageSigner {
     public static func sign(_ archive: String, with key: SigningKey, options: SignOptions = SignOptions())
         throws(HCPackError) -> SignOutcome
     {
-        guard let status = try FileSystem.status(archive) else {
-            throw HCPackError(.notFound, "\(archive): no such archive; check the path", path: archive)
-        }
-        guard status.kind == .file else {
-            throw HCPackError(
-                .invalidRequest, "\(archive) is a \(status.kind.noun); sign archives (hcpack build makes one)", path: archive)
-        }
-        let fingerprint = try ArchiveFingerprint.of(archive)
-        var report = try Verifier.verify(archive, options: options.verify)
-        if report.problems.hasErrors == false {
+        let (fingerprint, made, checked) = try statement(of: archive, options: options.verify)
+        var report = checked
+        if !report.problems.hasErrors {
             report.problems.append(
                 contentsOf: SignatureChecker.unsignedFiles(report, including: SignatureChecker.coveredPaths(report, installAll: false)))
         }
-        guard report.isValid(), let info = report.contentInfo, let product = info.productIdentifier,
-            let version = info.contentVersion, let plist = report.snapshot.contentInfoBytes
-        else { return .rejected(report) }
+        guard report.isValid(), var statement = made else { return .rejected(report) }
         guard try fingerprint.isCurrent(archive) else {
             throw HCPackError(.io, "\(archive) changed while it was being signed; run again once nothing writes to it", path: archive)
         }
-        var statement = PackageStatement(
-            productIdentifier: product, version: version, archiveSHA256: fingerprint.sha256, archiveSize: fingerprint.size,
-            plistSHA256: Hasher.digest(.sha256, of: plist).hexString, expires: options.expires)
+        statement.expires = options.expires
 
         let notePath = SignatureChecker.notePath(for: archive, signaturePath: options.signaturePath)
         var note = SignedNote(text: [])
@@ -119,6 +108,29 @@ public enum PackageSigner {
                 signaturePath: notePath, statement: statement,
                 signers: note.signatures.map { NoteSigner(name: $0.name, keyHash: VerifierKey.hashText($0.keyHash)) },
                 addedToExisting: addedToExisting && !alreadySigned, alreadySigned: alreadySigned, report: report))
+    }
+
+    /// What a note for `archive` would say (without expiry), with the archive's fingerprint and verification;
+    /// the statement is nil when the package has no readable plist, product or version. Signs nothing.
+    public static func statement(of archive: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError)
+        -> (ArchiveFingerprint, PackageStatement?, VerificationReport)
+    {
+        guard let status = try FileSystem.status(archive) else {
+            throw HCPackError(.notFound, "\(archive): no such archive; check the path", path: archive)
+        }
+        guard status.kind == .file else {
+            throw HCPackError(
+                .invalidRequest, "\(archive) is a \(status.kind.noun); sign archives (hcpack build makes one)", path: archive)
+        }
+        let fingerprint = try ArchiveFingerprint.of(archive)
+        let report = try Verifier.verify(archive, options: options)
+        guard let info = report.contentInfo, let product = info.productIdentifier, let version = info.contentVersion,
+            let plist = report.snapshot.contentInfoBytes
+        else { return (fingerprint, nil, report) }
+        let statement = PackageStatement(
+            productIdentifier: product, version: version, archiveSHA256: fingerprint.sha256, archiveSize: fingerprint.size,
+            plistSHA256: Hasher.digest(.sha256, of: plist).hexString, expires: nil)
+        return (fingerprint, statement, report)
     }
 
     /// The note already at `path`, if any; one that cannot be read is refused unless `force` (then ignored).

@@ -27,13 +27,14 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses a verifier key line; the error names `source` (a file, or "--trusted-key") and what is wrong.
     public init(line: String, source: String = "the key") throws(HCPackError) {
-        let parts = line.split(separator: "+", omittingEmptySubsequences: false)
+        // The key's base64 may hold '+' itself: split at the first two only, as Go does.
+        let parts = line.split(separator: "+", maxSplits: 2, omittingEmptySubsequences: false)
         func malformed(_ why: String) -> HCPackError {
             HCPackError(
                 .invalidRequest,
                 "\(source): not a verifier key (\(why)); expected NAME+HASH+KEY as in the .pub file 'hcpack keygen' writes")
         }
-        guard parts.count == 3 else { throw malformed("it needs exactly two '+'") }
+        guard parts.count == 3 else { throw malformed("it needs NAME+HASH+KEY") }
         let name = String(parts[0]), hashText = String(parts[1])
         guard Self.isValidName(name) else { throw malformed("'\(name)' is not a key name") }
         guard hashText.utf8.count == 8, let hash = UInt32(hashText, radix: 16) else { throw malformed("the hash is not 8 hex digits") }
