@@ -152,9 +152,8 @@ public enum PackageSigner {
 
     /// Replaces `path` with the note atomically (temporary file, fsync, rename).
     static func writeNote(_ note: SignedNote, to path: String) throws(HCPackError) {
-        let slash = path.lastIndex(of: "/")
-        let folder = try DirectoryHandle.open(slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ".")
-        try folder.writeAtomically(slash.map { String(path[path.index(after: $0)...]) } ?? path, note.encoded())
+        let (folderPath, name) = SigningKey.folderAndName(path)
+        try DirectoryHandle.open(folderPath).writeAtomically(name, note.encoded())
     }
 }
 

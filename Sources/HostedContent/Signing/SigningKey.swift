@@ -147,11 +147,15 @@ public final class SigningKey: CustomStringConvertible {
         }
     }
 
+    /// The folder of `path` ("." for a bare name) and its last component.
+    static func folderAndName(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), String(path[path.index(after: slash)...]))
+    }
+
     /// Creates `path` with `bytes` and `mode`, failing if the name is taken.
     static func writeNew(_ path: String, bytes: [UInt8], mode: mode_t) throws(HCPackError) {
-        let slash = path.lastIndex(of: "/")
-        let folderPath = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let (folderPath, name) = folderAndName(path)
         let folder = try DirectoryHandle.open(folderPath)
         let temporary = ".\(name).\(getpid()).tmp"
         var secret = bytes
