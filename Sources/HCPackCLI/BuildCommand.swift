@@ -132,8 +132,8 @@ struct BuildCommand: Command {
             }
         }
         if json {
-            context.out(
-                jsonReport(plan: plan, result: result).appending("signature", signed.map(SignRequest.json) ?? .null).rendered() + "\n")
+            let signature = signed.map(SignRequest.json) ?? .null
+            context.out(jsonReport(plan: plan, result: result).appending("signature", signature).rendered() + "\n")
         } else if !quiet {
             context.out(notes(result.excluded))
             context.out(ReportRendering.problemLines(result.problems.problems))

@@ -6,7 +6,8 @@ extension InspectCommand {
         var text = "\(label): an install destination with \(ReportRendering.plural(receipts.count, "product"))\n"
         for receipt in receipts {
             let bytes = receipt.files.reduce(Int64(0)) { $0 + $1.size }
-            text += "  \(receipt.productIdentifier) \(receipt.version): \(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
+            text +=
+                "  \(receipt.productIdentifier) \(receipt.version): \(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
             let signers = receipt.signers ?? []
             text +=
                 signers.isEmpty

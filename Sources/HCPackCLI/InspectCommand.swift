@@ -30,7 +30,8 @@ struct InspectCommand: Command {
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
         if let receipts = try InstallReceipt.installed(in: path) {
-            context.out(json ? Self.json(receipts: receipts, path: path).rendered() + "\n" : Self.text(receipts: receipts, label: label))
+            let shown = json ? Self.json(receipts: receipts, path: path).rendered() + "\n" : Self.text(receipts: receipts, label: label)
+            context.out(shown)
             return ExitCode.success
         }
         let inspection = try Inspector.inspect(path)

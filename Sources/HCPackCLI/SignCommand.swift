@@ -30,7 +30,9 @@ struct SignCommand: Command {
         archive = context.absolutePath(arguments.argument(0) ?? "")
         var options = SignOptions(force: arguments.flag("force"))
         try options.verify.applyMaxSize(arguments, command: Self.spec.name)
-        guard let request = try SignRequest(arguments, context: context, options: options, keyOption: "key", command: Self.spec.name)
+        guard
+            let request = try SignRequest(
+                arguments, context: context, options: options, keyOption: "key", command: Self.spec.name)
         else { throw UsageError("missing --key KEY (a private key file, or env:VAR)", command: Self.spec.name) }
         self.request = request
         json = arguments.flag("json")
@@ -45,7 +47,9 @@ struct SignCommand: Command {
             } else {
                 context.out(ReportRendering.problemLines(report.problems.problems))
             }
-            context.err("hcpack: error: \(archive) was not signed: \(ReportRendering.plural(report.problems.errorCount, "error")); nothing was written\n")
+            context.err(
+                "hcpack: error: \(archive) was not signed: \(ReportRendering.plural(report.problems.errorCount, "error")); nothing was written\n"
+            )
             return ExitCode.invalid
         case .signed(let result):
             if json {

@@ -36,7 +36,8 @@ enum SigningOptions {
         guard let text = arguments.value("expires") else { return nil }
         guard let date = PackageStatement.expiry(text, now: Date()) else {
             throw UsageError(
-                "--expires '\(text)' is neither a UTC time (2027-06-01T00:00:00Z) nor a duration (90d, 12h, 30m, 2w)", command: command)
+                "--expires '\(text)' is neither a UTC time (2027-06-01T00:00:00Z) nor a duration (90d, 12h, 30m, 2w)",
+                command: command)
         }
         return date
     }
@@ -53,7 +54,10 @@ enum SigningOptions {
                 "signers",
                 .array(
                     summary.signers.map {
-                        .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash)), ("trusted", .bool(trusted.contains($0)))])
+                        .object([
+                            ("name", .string($0.name)), ("keyHash", .string($0.keyHash)),
+                            ("trusted", .bool(trusted.contains($0))),
+                        ])
                     })
             ),
             ("expires", summary.expires.map { .string(PackageStatement.format($0)) } ?? .null),

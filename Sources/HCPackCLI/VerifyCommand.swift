@@ -48,7 +48,8 @@ struct VerifyCommand: Command {
         let (report, summary) = try verifyWithSignature(options)
         let valid = report.isValid(strict: strict)
         if json {
-            context.out(ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary)).rendered() + "\n")
+            let object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
+            context.out(object.rendered() + "\n")
         } else if !quiet {
             context.out(SigningOptions.text(summary) + ReportRendering.text(report, label: path, strict: strict))
         }
@@ -61,7 +62,8 @@ extension VerifyCommand {
     func verifyWithSignature(_ options: VerifyOptions) throws(HCPackError) -> (VerificationReport, SignatureSummary?) {
         let isFolder = try FileSystem.status(path)?.kind == .directory
         if isFolder && (signature != nil || signaturePath != nil) {
-            throw HCPackError(.invalidRequest, "\(path) is a folder; signatures are of archives, build one first (hcpack build)", path: path)
+            throw HCPackError(
+                .invalidRequest, "\(path) is a folder; signatures are of archives, build one first (hcpack build)", path: path)
         }
         if let signature {
             let (report, summary) = try Verifier.verify(path, options: options, signature: signature)

@@ -7,8 +7,10 @@ struct Ed25519Tests {
     // RFC 8032, section 7.1, test 2 (one-byte message 0x72).
     let seed = bytes(fromHex: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb")!
     let publicKey = bytes(fromHex: "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c")!
-    let signature = bytes(fromHex:
-        "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00")!
+    let signature = bytes(
+        fromHex:
+            "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+    )!
 
     @Test("RFC 8032 test 2: the public key, the signature, and verification")
     func rfc8032() throws {

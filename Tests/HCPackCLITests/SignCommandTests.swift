@@ -115,7 +115,9 @@ enum TamperCase: String, CaseIterable, Sendable {
 
 @Suite("hcpack keygen, pubkey, sign; verify and install --trusted-key")
 struct SignCommandTests {
-    @Test("Each broken release is refused by verify and install (exit 1, with its rule), DEST untouched", arguments: TamperCase.allCases)
+    @Test(
+        "Each broken release is refused by verify and install (exit 1, with its rule), DEST untouched",
+        arguments: TamperCase.allCases)
     func tampered(_ tamper: TamperCase) throws {
         let bench = SigningBench(integrity: tamper != .unsignedFile)
         try tamper.prepare(bench)
@@ -146,7 +148,8 @@ struct SignCommandTests {
         #expect(install.status == 0, "\(install.stdout)\(install.stderr)")
         let receipt = try #require(
             InstallReceipt.decode(bench.folder.read("dest/.hcpack/receipts/com.example.levels.json") ?? []))
-        let hash = try #require(bench.folder.read("a.pem.pub").map { String(decoding: $0, as: UTF8.self) }?.split(separator: "+")[1])
+        let hash = try #require(
+            bench.folder.read("a.pem.pub").map { String(decoding: $0, as: UTF8.self) }?.split(separator: "+")[1])
         #expect(receipt.signers == [NoteSigner(name: "example.com/a", keyHash: String(hash))])
         let inspect = hcpack(["inspect", bench.dest])
         #expect(inspect.status == 0, "\(inspect.stderr)")
@@ -222,13 +225,15 @@ struct SignCommandTests {
         let loose = bench.sign(a)
         #expect(loose.status == 3 && loose.stderr.contains("chmod 600") && loose.stderr.contains(a))
         outputs += [loose.stdout, loose.stderr]
-        let fromEnvironment = hcpack(["sign", bench.archive, "--key", "env:HCPACK_KEY", "--json"], environment: ["HCPACK_KEY": pem])
+        let fromEnvironment = hcpack(
+            ["sign", bench.archive, "--key", "env:HCPACK_KEY", "--json"], environment: ["HCPACK_KEY": pem])
         #expect(fromEnvironment.status == 0, "\(fromEnvironment.stderr)")
         let missing = hcpack(["sign", bench.archive, "--key", "env:NOPE"])
         #expect(missing.status == 3 && missing.stderr.contains("NOPE"))
         let pubkey = hcpack(["pubkey", "env:HCPACK_KEY"], environment: ["HCPACK_KEY": pem])
         #expect(pubkey.stdout == String(decoding: bench.folder.read("a.pem.pub") ?? [], as: UTF8.self))
-        let garbled = hcpack(["pubkey", "env:HCPACK_KEY"], environment: ["HCPACK_KEY": pem.replacingOccurrences(of: secret, with: "AAAA")])
+        let garbled = hcpack(
+            ["pubkey", "env:HCPACK_KEY"], environment: ["HCPACK_KEY": pem.replacingOccurrences(of: secret, with: "AAAA")])
         #expect(garbled.status == 2)
         outputs += [fromEnvironment.stdout, fromEnvironment.stderr, pubkey.stdout, pubkey.stderr, garbled.stdout, garbled.stderr]
         outputs.append(String(decoding: bench.folder.read("rel.zip.hcsig") ?? [], as: UTF8.self))

@@ -55,7 +55,8 @@ func runWithInput(_ executable: String, _ arguments: [String], input: [UInt8], e
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-    let output = Pipe(), inputPipe = Pipe()
+    let output = Pipe()
+    let inputPipe = Pipe()
     process.standardOutput = output
     process.standardError = output
     process.standardInput = inputPipe
@@ -88,7 +89,8 @@ struct SigningInteropTests {
             "GOFLAGS": "", "HOME": bench.folder.path,
         ]
         let binary = bench.folder.url("notecheck")
-        let goBinary = ["/usr/bin/go", "/usr/lib/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/go"
+        let goBinary =
+            ["/usr/bin/go", "/usr/lib/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/go"
         let build = runWithInput(goBinary, ["build", "-o", binary, "notecheck"], input: [], environment: environment)
         try #require(build.status == 0, "go build: \(build.output)")
 
@@ -113,11 +115,16 @@ struct SigningInteropTests {
         let goSigned = runWithInput(binary, ["sign", signerKey], input: text)
         #expect(goSigned.status == 0, "\(goSigned.output)")
         bench.folder.write("go.hcsig", goSigned.output)
-        let accepted = hcpack(["verify", bench.archive, "--trusted-key", verifierLine, "--signature", bench.folder.url("go.hcsig")])
+        let accepted = hcpack([
+            "verify", bench.archive, "--trusted-key", verifierLine, "--signature", bench.folder.url("go.hcsig"),
+        ])
         #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
         #expect(
-            hcpack(["install", bench.archive, "--dest", bench.dest, "--trusted-key", verifierLine, "--signature", bench.folder.url("go.hcsig")])
-                .status == 0)
+            hcpack([
+                "install", bench.archive, "--dest", bench.dest, "--trusted-key", verifierLine, "--signature",
+                bench.folder.url("go.hcsig"),
+            ])
+            .status == 0)
     }
 
     @Test("openssl pkey reads hcpack's key; hcpack signs with a key made by openssl genpkey", .enabled(if: hasOpenSSL))

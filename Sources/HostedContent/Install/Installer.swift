@@ -124,7 +124,9 @@ public enum Installer {
                 path: archive)
         }
         // The note and the archive file are checked before DEST is even opened.
-        let signature = try options.signature.map { policy throws(HCPackError) in try SignatureChecker.checkArchive(archive, policy: policy) }
+        let signature = try options.signature.map { policy throws(HCPackError) in
+            try SignatureChecker.checkArchive(archive, policy: policy)
+        }
         if let signature, signature.problems.hasErrors { return .rejected(signature.rejection(archive)) }
         let session = try InstallSession(options: options, progress: progress)
         session.signature = signature

@@ -1,6 +1,6 @@
 import Digest
-import PropertyList
 import Foundation
+import PropertyList
 
 /// Settings for `PackageSigner.sign`.
 public struct SignOptions: Sendable {
@@ -62,11 +62,13 @@ public enum PackageSigner {
         var report = checked
         if !report.problems.hasErrors {
             report.problems.append(
-                contentsOf: SignatureChecker.unsignedFiles(report, including: SignatureChecker.coveredPaths(report, installAll: false)))
+                contentsOf: SignatureChecker.unsignedFiles(
+                    report, including: SignatureChecker.coveredPaths(report, installAll: false)))
         }
         guard report.isValid(), var statement = made else { return .rejected(report) }
         guard try fingerprint.isCurrent(archive) else {
-            throw HCPackError(.io, "\(archive) changed while it was being signed; run again once nothing writes to it", path: archive)
+            throw HCPackError(
+                .io, "\(archive) changed while it was being signed; run again once nothing writes to it", path: archive)
         }
         statement.expires = options.expires
 
@@ -93,7 +95,8 @@ public enum PackageSigner {
         if let expires = statement.expires, expires <= options.now {
             throw HCPackError(
                 .invalidRequest,
-                "the signature would expire at \(UTCTimestamp.format(expires)), which is not in the future; pass a later --expires")
+                "the signature would expire at \(UTCTimestamp.format(expires)), which is not in the future; pass a later --expires"
+            )
         }
         if note.text.isEmpty { note.text = Array(statement.text.utf8) }
         let signature = try key.sign(note.text)
@@ -141,7 +144,8 @@ public enum PackageSigner {
         } catch let error as NoteFormatError {
             if force { return nil }
             throw HCPackError(
-                .invalidRequest, "\(path) exists but is not a signed note (\(error.message)); pass --force to replace it", path: path)
+                .invalidRequest, "\(path) exists but is not a signed note (\(error.message)); pass --force to replace it",
+                path: path)
         } catch let error as HCPackError {
             if force && error.code == .invalidRequest { return nil }
             throw error

@@ -60,7 +60,8 @@ public struct PackageStatement: Sendable, Equatable {
             throw NoteFormatError(message: "the text does not start with '\(Self.header)'; it is not an hcpack package statement")
         }
         guard lines.count == 6 || lines.count == 7 else {
-            throw NoteFormatError(message: "the text has \(lines.count) lines; an hcpack package statement has 6, or 7 with expires")
+            throw NoteFormatError(
+                message: "the text has \(lines.count) lines; an hcpack package statement has 6, or 7 with expires")
         }
         func value(_ index: Int, _ key: String) throws(NoteFormatError) -> String {
             let line = lines[index]
@@ -71,7 +72,8 @@ public struct PackageStatement: Sendable, Equatable {
         }
         func hex(_ index: Int, _ key: String) throws(NoteFormatError) -> String {
             let digits = try value(index, key)
-            guard digits.utf8.count == 64, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            guard digits.utf8.count == 64, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+            else {
                 throw NoteFormatError(message: "line \(index + 1): \(key) is not 64 lower-case hex digits")
             }
             return digits

@@ -1,6 +1,6 @@
 import Digest
-import PropertyList
 import Foundation
+import PropertyList
 
 /// What `verify` and `install` require of a signature (`--trusted-key`), and where to find it.
 public struct SignaturePolicy: Sendable {
@@ -96,13 +96,16 @@ public enum SignatureChecker {
         // As Go's note.Open: a signature by a trusted key (name and hash) must verify; others are ignored.
         var seen: Set<NoteSigner> = []
         for signature in note.signatures {
-            guard let key = trusted.first(where: { $0.name == signature.name && $0.keyHash == signature.keyHash }) else { continue }
+            guard let key = trusted.first(where: { $0.name == signature.name && $0.keyHash == signature.keyHash }) else {
+                continue
+            }
             let signer = NoteSigner(name: key.name, keyHash: key.hashText)
             guard seen.insert(signer).inserted else { continue }
             guard signature.signature.count == Ed25519.signatureByteCount else {
                 problems.add(
                     .signatureMalformed, path: "",
-                    "\(notePath): the signature of '\(key.name)' is \(signature.signature.count) bytes, not \(Ed25519.signatureByteCount); sign the archive again")
+                    "\(notePath): the signature of '\(key.name)' is \(signature.signature.count) bytes, not \(Ed25519.signatureByteCount); sign the archive again"
+                )
                 continue
             }
             if Ed25519.isValidSignature(signature.signature, of: note.text, publicKey: key.publicKey) {
@@ -110,14 +113,16 @@ public enum SignatureChecker {
             } else {
                 problems.add(
                     .signatureInvalid, path: "",
-                    "\(notePath): the signature of '\(key.name)' (\(key.hashText)) does not verify: the note was changed after signing; do not install it")
+                    "\(notePath): the signature of '\(key.name)' (\(key.hashText)) does not verify: the note was changed after signing; do not install it"
+                )
             }
         }
         if problems.problems.isEmpty && summary.trustedSigners.isEmpty {
             let names = summary.signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ")
             problems.add(
                 .signatureUntrusted, path: "",
-                "\(notePath) is signed by \(names.isEmpty ? "no key" : names), none of them a trusted key (\(trusted.map { "\($0.name) (\($0.hashText))" }.joined(separator: ", "))); pass the signer's .pub with --trusted-key")
+                "\(notePath) is signed by \(names.isEmpty ? "no key" : names), none of them a trusted key (\(trusted.map { "\($0.name) (\($0.hashText))" }.joined(separator: ", "))); pass the signer's .pub with --trusted-key"
+            )
         }
         return (summary, note, problems)
     }
@@ -131,13 +136,15 @@ public enum SignatureChecker {
             if let expires = statement.expires, expires <= policy.now {
                 problems.add(
                     .signatureExpired, path: "",
-                    "\(notePath) expired at \(UTCTimestamp.format(expires)); ask for a fresh signature (hcpack sign) of the current release")
+                    "\(notePath) expired at \(UTCTimestamp.format(expires)); ask for a fresh signature (hcpack sign) of the current release"
+                )
             }
             let fingerprint = try ArchiveFingerprint.of(archive)
             if fingerprint.size != statement.archiveSize || fingerprint.sha256 != statement.archiveSHA256 {
                 problems.add(
                     .signatureMismatch, path: "",
-                    "\(archive) is not the archive that was signed (\(fingerprint.size) bytes, SHA-256 \(fingerprint.sha256); the note says \(statement.archiveSize) bytes, \(statement.archiveSHA256)); download it again")
+                    "\(archive) is not the archive that was signed (\(fingerprint.size) bytes, SHA-256 \(fingerprint.sha256); the note says \(statement.archiveSize) bytes, \(statement.archiveSHA256)); download it again"
+                )
             }
         }
         summary.isValid = !problems.hasErrors
@@ -158,7 +165,8 @@ public enum SignatureChecker {
         for path in paths where records?[path] == nil {
             problems.add(
                 .signatureUnsigned, path: Verifier.contentsPrefix + path,
-                "no HCPackIntegrity record, so the signature does not cover this file; rebuild the package with hcpack build and sign it again")
+                "no HCPackIntegrity record, so the signature does not cover this file; rebuild the package with hcpack build and sign it again"
+            )
         }
         return problems
     }
@@ -193,16 +201,19 @@ public struct ArchiveSignatureCheck: Sendable {
             if digest != statement.plistSHA256 {
                 problems.add(
                     .signatureMismatch, path: ContentInfo.fileName,
-                    "ContentInfo.plist (SHA-256 \(digest)) is not the one signed in \(note) (\(statement.plistSHA256)); the package was changed after signing")
+                    "ContentInfo.plist (SHA-256 \(digest)) is not the one signed in \(note) (\(statement.plistSHA256)); the package was changed after signing"
+                )
             }
         } else {
-            problems.add(.signatureMismatch, path: ContentInfo.fileName, "the package has no readable ContentInfo.plist to match \(note)")
+            problems.add(
+                .signatureMismatch, path: ContentInfo.fileName, "the package has no readable ContentInfo.plist to match \(note)")
         }
         if let info = report.contentInfo {
             if let product = info.productIdentifier, product != statement.productIdentifier {
                 problems.add(
                     .signatureMismatch, path: ContentInfo.fileName,
-                    "the package is '\(product)' but \(note) was signed for '\(statement.productIdentifier)'; it belongs to another product")
+                    "the package is '\(product)' but \(note) was signed for '\(statement.productIdentifier)'; it belongs to another product"
+                )
             }
             if let version = info.contentVersion, version != statement.version {
                 problems.add(
@@ -211,7 +222,8 @@ public struct ArchiveSignatureCheck: Sendable {
             }
         }
         problems.append(
-            contentsOf: SignatureChecker.unsignedFiles(report, including: SignatureChecker.coveredPaths(report, installAll: installAll)))
+            contentsOf: SignatureChecker.unsignedFiles(
+                report, including: SignatureChecker.coveredPaths(report, installAll: installAll)))
         return problems
     }
 

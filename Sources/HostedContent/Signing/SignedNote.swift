@@ -17,7 +17,9 @@ public struct NoteSignature: Sendable, Equatable {
 
     /// The line, with its "\n".
     public var line: String {
-        let hash: [UInt8] = [UInt8(keyHash >> 24), UInt8(keyHash >> 16 & 0xff), UInt8(keyHash >> 8 & 0xff), UInt8(keyHash & 0xff)]
+        let hash: [UInt8] = [
+            UInt8(keyHash >> 24), UInt8(keyHash >> 16 & 0xff), UInt8(keyHash >> 8 & 0xff), UInt8(keyHash & 0xff),
+        ]
         return SignedNote.signaturePrefix + name + " " + Data(hash + signature).base64EncodedString() + "\n"
     }
 }
@@ -57,7 +59,8 @@ public struct SignedNote: Sendable, Equatable {
         }
         var split: Int?
         if bytes.count >= 2 {
-            for index in stride(from: bytes.count - 2, through: 0, by: -1) where bytes[index] == 0x0a && bytes[index + 1] == 0x0a {
+            for index in stride(from: bytes.count - 2, through: 0, by: -1) where bytes[index] == 0x0a && bytes[index + 1] == 0x0a
+            {
                 split = index
                 break
             }
@@ -75,14 +78,20 @@ public struct SignedNote: Sendable, Equatable {
                 throw NoteFormatError(message: "a signature line does not start with '\u{2014} ' (em dash, space)")
             }
             let rest = line.dropFirst(signaturePrefix.count)
-            guard let space = rest.firstIndex(of: " ") else { throw NoteFormatError(message: "a signature line has no space after the key name") }
-            let name = String(rest[..<space]), base64 = String(rest[rest.index(after: space)...])
-            guard VerifierKey.isValidName(name) else { throw NoteFormatError(message: "a signature line has an invalid key name") }
+            guard let space = rest.firstIndex(of: " ") else {
+                throw NoteFormatError(message: "a signature line has no space after the key name")
+            }
+            let name = String(rest[..<space])
+            let base64 = String(rest[rest.index(after: space)...])
+            guard VerifierKey.isValidName(name) else {
+                throw NoteFormatError(message: "a signature line has an invalid key name")
+            }
             guard !base64.isEmpty, let data = Data(base64Encoded: base64), data.count >= 5 else {
                 throw NoteFormatError(message: "the signature of '\(name)' is not base64 of a key hash and a signature")
             }
             signatures.append(
-                NoteSignature(name: name, keyHash: data.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }, signature: Array(data.dropFirst(4))))
+                NoteSignature(
+                    name: name, keyHash: data.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }, signature: Array(data.dropFirst(4))))
             if signatures.count > maxSignatures { throw NoteFormatError(message: "more than \(maxSignatures) signatures") }
         }
         return SignedNote(text: text, signatures: signatures)

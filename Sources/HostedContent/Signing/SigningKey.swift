@@ -73,14 +73,16 @@ public final class SigningKey: CustomStringConvertible {
             let variable = String(source.dropFirst(4))
             guard let value = environment[variable], !value.isEmpty else {
                 throw HCPackError(
-                    .notFound, "the environment variable \(variable) is not set or empty; put the key's PEM in it (the CI secret)")
+                    .notFound, "the environment variable \(variable) is not set or empty; put the key's PEM in it (the CI secret)"
+                )
             }
             bytes = Array(value.utf8)
             label = "the key in $\(variable)"
         } else {
             let path = source.hasPrefix("/") ? source : directory + "/" + source
             guard let status = try FileSystem.status(path) else {
-                throw HCPackError(.notFound, "\(path): no such key file; make one with 'hcpack keygen --name NAME -o \(source)'", path: path)
+                throw HCPackError(
+                    .notFound, "\(path): no such key file; make one with 'hcpack keygen --name NAME -o \(source)'", path: path)
             }
             guard status.kind == .file else {
                 throw HCPackError(.invalidRequest, "\(path) is a \(status.kind.noun), not a key file", path: path)
@@ -124,7 +126,8 @@ public final class SigningKey: CustomStringConvertible {
         guard let chosen = name ?? recorded else {
             throw HCPackError(
                 .invalidRequest,
-                "\(label) does not record a key name (it was not made by hcpack keygen); pass --key-name NAME (or --name for pubkey)")
+                "\(label) does not record a key name (it was not made by hcpack keygen); pass --key-name NAME (or --name for pubkey)"
+            )
         }
         guard VerifierKey.isValidName(chosen) else { throw VerifierKey.badName(chosen) }
         return SigningKey(name: chosen, key: key)
@@ -135,7 +138,9 @@ public final class SigningKey: CustomStringConvertible {
     public func write(to path: String) throws(HCPackError) {
         let pubPath = path + ".pub"
         for existing in [path, pubPath] where FileSystem.exists(existing) {
-            throw HCPackError(.invalidRequest, "\(existing) already exists; hcpack keygen never replaces a key, choose another name", path: existing)
+            throw HCPackError(
+                .invalidRequest, "\(existing) already exists; hcpack keygen never replaces a key, choose another name",
+                path: existing)
         }
         let line = try verifierKey.line + "\n"
         try Self.writeNew(path, bytes: pem(), mode: 0o600)

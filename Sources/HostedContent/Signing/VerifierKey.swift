@@ -35,9 +35,12 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
                 "\(source): not a verifier key (\(why)); expected NAME+HASH+KEY as in the .pub file 'hcpack keygen' writes")
         }
         guard parts.count == 3 else { throw malformed("it needs NAME+HASH+KEY") }
-        let name = String(parts[0]), hashText = String(parts[1])
+        let name = String(parts[0])
+        let hashText = String(parts[1])
         guard Self.isValidName(name) else { throw malformed("'\(name)' is not a key name") }
-        guard hashText.utf8.count == 8, let hash = UInt32(hashText, radix: 16) else { throw malformed("the hash is not 8 hex digits") }
+        guard hashText.utf8.count == 8, let hash = UInt32(hashText, radix: 16) else {
+            throw malformed("the hash is not 8 hex digits")
+        }
         guard let data = Data(base64Encoded: String(parts[2])), data.count == 33, data.first == Self.ed25519Algorithm else {
             throw malformed("the key is not base64 of 0x01 and a 32-byte Ed25519 key")
         }
@@ -88,7 +91,8 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
             keys.append(try VerifierKey(line: line, source: "\(source), line \(number + 1)"))
         }
         guard !keys.isEmpty else {
-            throw HCPackError(.invalidRequest, "\(source): holds no verifier key; pass a .pub file written by hcpack keygen", path: source)
+            throw HCPackError(
+                .invalidRequest, "\(source): holds no verifier key; pass a .pub file written by hcpack keygen", path: source)
         }
         return keys
     }
