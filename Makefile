@@ -5,8 +5,10 @@ SWIFT ?= swift
 # toolchain (CI images), starts in 10 ms instead of 22 and has 5 MiB less resident (bench/README.md).
 BUILD_FLAGS ?= -c release --static-swift-stdlib
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives, and to check the
-# generated man page (groff-base) and completions (zsh, fish); GNU time for make bench.
-DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time
+# generated man page (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
+# golang.org/x/mod/sumdb/note for the signing interop tests.
+DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
+  openssl golang-go golang-golang-x-mod-dev
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
 .PHONY: all deps build demo test install-check bench fuzz install uninstall clean

@@ -26,7 +26,9 @@ struct BuildCommand: Command {
                 "source-date-epoch", value: "N",
                 help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
             VerifyOptions.maxSizeOption,
-            OptionSpec("force", help: "Replace an existing OUTPUT."),
+            OptionSpec("sign-key", value: "KEY", help: "Sign the archive built (ARCHIVE.hcsig) with this key, as hcpack sign."),
+            SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
+            OptionSpec("force", help: "Replace an existing OUTPUT (and its signed note)."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
         ],
@@ -41,6 +43,7 @@ struct BuildCommand: Command {
     let options: BuildOptions
     let json: Bool
     let quiet: Bool
+    let signing: SignRequest?
 
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         let name = Self.spec.name
@@ -74,11 +77,18 @@ struct BuildCommand: Command {
         options.force = arguments.flag("force")
         try options.verify.applyMaxSize(arguments, command: name)
         self.options = options
+        signing = try SignRequest(
+            arguments, context: context, options: SignOptions(force: options.force, verify: options.verify), keyOption: "sign-key",
+            command: name)
+        if signing != nil && options.format == .directory {
+            throw UsageError("--sign-key signs archives; --format dir builds a folder", command: name)
+        }
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")
     }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
+        let key = try signing?.loadKey(context)  // a bad key fails before any work
         let bar = ProgressBar(context: context, enabled: !json && !quiet)
         var plan: BuildPlan
         do {
@@ -111,8 +121,19 @@ struct BuildCommand: Command {
             throw error
         }
         bar.finish()
+        var signed: SignResult?
+        if let signing, let key, result.format != .directory {
+            switch try signing.sign(result.output, context: context, key: key) {
+            case .signed(let outcome): signed = outcome
+            case .rejected(let report):
+                context.out(ReportRendering.problemLines(report.problems.problems))
+                context.err("hcpack: error: built \(result.output), but did not sign it\n")
+                return ExitCode.invalid
+            }
+        }
         if json {
-            context.out(jsonReport(plan: plan, result: result).rendered() + "\n")
+            let signature = signed.map(SignRequest.json) ?? .null
+            context.out(jsonReport(plan: plan, result: result).appending("signature", signature).rendered() + "\n")
         } else if !quiet {
             context.out(notes(result.excluded))
             context.out(ReportRendering.problemLines(result.problems.problems))
@@ -121,6 +142,7 @@ struct BuildCommand: Command {
                     + "\(result.contentBytes) content bytes, \(result.outputBytes) \(result.format == .directory ? "bytes in all" : "archive bytes")\n"
             )
             if let digest = result.sha256 { context.out("sha256 \(digest)\n") }
+            if let signed { context.out(SignRequest.text(signed)) }
         }
         return ExitCode.success
     }

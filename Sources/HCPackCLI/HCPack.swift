@@ -27,7 +27,7 @@ public enum HCPack {
     static var commands: [any Command.Type] {
         [
             InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
-            TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
         ]
     }
 

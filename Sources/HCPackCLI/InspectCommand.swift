@@ -6,11 +6,15 @@ struct InspectCommand: Command {
     static let spec = CommandSpec(
         name: "inspect",
         summary: "Show a package's identity, plist keys, files with sizes and SHA-256, and totals.",
-        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        arguments: [
+            ArgumentSpec(
+                "PATH", help: "A package folder, an archive (zip, tar, tar.gz/bz2/xz/zst, xar), or a folder hcpack installed into.")
+        ],
         options: [OptionSpec("json", help: "Print one JSON object on stdout.")],
         discussion: """
             Every file is read and hashed. For archives the compression ratio is archive-level: the archive
             file's size divided by the uncompressed bytes of every file in the package (docs/inspect-and-diff.md).
+            For an install destination, each installed product's version, files and signers (from its receipt).
             Exit status: 0 shown, 1 no readable ContentInfo.plist (not a package), 3 unreadable input.
             """)
 
@@ -25,6 +29,11 @@ struct InspectCommand: Command {
     }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
+        if let receipts = try InstallReceipt.installed(in: path) {
+            let shown = json ? Self.json(receipts: receipts, path: path).rendered() + "\n" : Self.text(receipts: receipts, label: label)
+            context.out(shown)
+            return ExitCode.success
+        }
         let inspection = try Inspector.inspect(path)
         if json {
             context.out(Self.json(inspection, path: path).rendered() + "\n")

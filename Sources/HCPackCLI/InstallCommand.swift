@@ -13,6 +13,7 @@ struct InstallCommand: Command {
             OptionSpec("expect-version", value: "V", help: "Refuse a package with another ContentVersion."),
             OptionSpec("force", help: "Allow a downgrade; overwrite files in DIR that hcpack did not install."),
             OptionSpec("wait", help: "Wait for another install into DIR to finish instead of failing."),
+            SigningOptions.trustedKey, SigningOptions.signature,
             VerifyOptions.maxSizeOption,
             OptionSpec("max-bytes", value: "N", help: "Most uncompressed bytes read from the archive (default 17179869184)."),
             OptionSpec("max-entries", value: "N", help: "Most entries in the archive (default 1000000)."),
@@ -23,7 +24,8 @@ struct InstallCommand: Command {
         discussion: """
             Exit status: 0 installed (or already installed), 1 invalid or refused package (DIR untouched),
             2 usage error, 3 I/O or environment failure (missing DIR, disk full, another install running).
-            The procedure, receipts and guarantees are described in docs/install.md.
+            The procedure, receipts and guarantees are described in docs/install.md. With --trusted-key, only a
+            package signed by one of the keys is installed, never below the installed version (docs/signing.md).
             """)
 
     let archive: String
@@ -68,6 +70,7 @@ struct InstallCommand: Command {
             limits.maxCompressionRatio = ratio
         }
         options.verify.limits.archive = limits
+        options.signature = try SigningOptions.policy(arguments, context: context, command: name)
         try options.verify.applyMaxSize(arguments, command: Self.spec.name)
         self.options = options
         json = arguments.flag("json")

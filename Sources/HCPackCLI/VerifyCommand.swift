@@ -10,12 +10,14 @@ struct VerifyCommand: Command {
             OptionSpec("strict", help: "Fail on warnings too."),
             VerifyOptions.maxSizeOption,
             OptionSpec("budget", value: "FILE", help: "JSON size budget: maxTotalBytes, maxFileBytes, maxFiles (docs/budgets.md)."),
+            SigningOptions.trustedKey, SigningOptions.signature,
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing; only the exit code tells."),
         ],
         discussion: """
             Exit status: 0 valid, 1 invalid (errors; with --strict, warnings too), 2 usage error, 3 unreadable input.
-            Rules are listed in docs/rules.md.
+            Rules are listed in docs/rules.md. An archive's signed note (ARCHIVE.hcsig) is reported; with
+            --trusted-key it is required (docs/signing.md).
             """)
 
     let path: String
@@ -24,6 +26,8 @@ struct VerifyCommand: Command {
     let quiet: Bool
     let options: VerifyOptions
     let budgetPath: String?
+    let signature: SignaturePolicy?
+    let signaturePath: String?
 
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         path = context.absolutePath(arguments.argument(0) ?? "")
@@ -34,19 +38,39 @@ struct VerifyCommand: Command {
         try options.applyMaxSize(arguments, command: Self.spec.name)
         self.options = options
         budgetPath = arguments.value("budget").map(context.absolutePath)
+        signature = try SigningOptions.policy(arguments, context: context, command: Self.spec.name)
+        signaturePath = arguments.value("signature").map(context.absolutePath)
     }
 
     func run(_ context: Context) throws(HCPackError) -> Int32 {
         var options = options
         if let budgetPath { options.budget = try SizeBudget.load(budgetPath) }
-        let report = try Verifier.verify(path, options: options)
+        let (report, summary) = try verifyWithSignature(options)
         let valid = report.isValid(strict: strict)
         if json {
-            context.out(ReportRendering.json(report, strict: strict).rendered() + "\n")
+            let object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
+            context.out(object.rendered() + "\n")
         } else if !quiet {
-            context.out(ReportRendering.text(report, label: path, strict: strict))
+            context.out(SigningOptions.text(summary) + ReportRendering.text(report, label: path, strict: strict))
         }
         return valid ? ExitCode.success : ExitCode.invalid
+    }
+}
+
+extension VerifyCommand {
+    /// The report, and for an archive what its signed note says (required with --trusted-key).
+    func verifyWithSignature(_ options: VerifyOptions) throws(HCPackError) -> (VerificationReport, SignatureSummary?) {
+        let isFolder = try FileSystem.status(path)?.kind == .directory
+        if isFolder && (signature != nil || signaturePath != nil) {
+            throw HCPackError(
+                .invalidRequest, "\(path) is a folder; signatures are of archives, build one first (hcpack build)", path: path)
+        }
+        if let signature {
+            let (report, summary) = try Verifier.verify(path, options: options, signature: signature)
+            return (report, summary)
+        }
+        let report = try Verifier.verify(path, options: options)
+        return (report, isFolder ? nil : try SignatureChecker.describe(path, signaturePath: signaturePath))
     }
 }
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A release pipeline for one hosted-content product, runnable as is:
 #
-#   init -> build -> verify --strict -> diff against the previous release -> install into a scratch DEST
-#   -> inspect --json
+#   keygen -> init -> build --sign-key -> verify --strict --trusted-key -> diff against the previous release
+#   -> install --trusted-key into a scratch DEST -> inspect --json
+#
+# The signing key is made here for the example; a real pipeline keeps it in a CI secret and passes
+# SIGNING_KEY=env:VAR (the PEM in that variable) and TRUSTED_KEY=the committed .pub file (docs/signing.md).
 #
 # Uses `hcpack` from PATH, or $HCPACK. Everything happens in a temporary folder (kept when KEEP=1).
 # PREVIOUS=path/to/last-release.zip compares against a real previous release; without it the script first
@@ -28,12 +31,21 @@ fill() {
 
 mkdir -p "$work/dist" "$work/dest"
 
+signing_key=${SIGNING_KEY:-}
+trusted_key=${TRUSTED_KEY:-}
+if [[ -z "$signing_key" ]]; then
+    step "keygen (set SIGNING_KEY=env:VAR and TRUSTED_KEY=file.pub to use real keys)"
+    "$hcpack" keygen --name example.com/levels -o "$work/signing.key"
+    signing_key="$work/signing.key"
+    trusted_key="$work/signing.key.pub"
+fi
+
 previous=${PREVIOUS:-}
 if [[ -z "$previous" ]]; then
     step "previous release 1.0 (set PREVIOUS=archive to use a real one)"
     "$hcpack" init "$work/previous" --product-id "$product" --content-version 1.0 --quiet
     fill "$work/previous" 1.0
-    "$hcpack" build "$work/previous" -o "$work/dist/$product-1.0.zip" --quiet
+    "$hcpack" build "$work/previous" -o "$work/dist/$product-1.0.zip" --sign-key "$signing_key" --quiet
     previous="$work/dist/$product-1.0.zip"
 fi
 
@@ -41,24 +53,36 @@ step "init $version"
 "$hcpack" init "$work/package" --product-id "$product" --content-version "$version"
 fill "$work/package" "$version"
 
-step "build"
+step "build --sign-key (writes the archive and its signed note, ARCHIVE.hcsig)"
 release="$work/dist/$product-$version.zip"
-"$hcpack" build "$work/package" -o "$release"
+"$hcpack" build "$work/package" -o "$release" --sign-key "$signing_key" --expires 90d
 
-step "verify --strict"
-"$hcpack" verify --strict "$release"
+step "verify --strict --trusted-key"
+"$hcpack" verify --strict --trusted-key "$trusted_key" "$release"
 
 step "diff against the previous release (a lower version fails the pipeline)"
 "$hcpack" diff --fail-on-downgrade "$previous" "$release"
 
-step "install the previous release, then this one, into a scratch DEST"
-"$hcpack" install "$previous" --dest "$work/dest" --quiet
-"$hcpack" install "$release" --dest "$work/dest"
+step "install --trusted-key the previous release, then this one, into a scratch DEST"
+"$hcpack" install "$previous" --dest "$work/dest" --trusted-key "$trusted_key" --quiet
+"$hcpack" install "$release" --dest "$work/dest" --trusted-key "$trusted_key"
 # Contents/levels/2.json in the package is DEST/levels/2.json once installed.
 cmp "$work/package/Contents/levels/2.json" "$work/dest/levels/2.json" || {
     echo "run.sh: DEST/levels/2.json is missing or differs from the package's Contents/levels/2.json" >&2
     exit 1
 }
+
+step "a tampered copy of the release is refused, DEST untouched"
+cp "$release" "$work/tampered.zip"
+cp "$release.hcsig" "$work/tampered.zip.hcsig"
+printf 'x' >>"$work/tampered.zip"
+if "$hcpack" install "$work/tampered.zip" --dest "$work/dest" --trusted-key "$trusted_key"; then
+    echo "run.sh: install accepted an archive changed after signing" >&2
+    exit 1
+fi
+
+step "inspect DEST (the installed version and the key that signed it)"
+"$hcpack" inspect "$work/dest"
 
 step "inspect --json"
 "$hcpack" inspect --json "$release" >"$work/inspect.json"

@@ -36,13 +36,16 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     public var version: String
     /// Installed files, sorted by path.
     public var files: [InstalledFile]
+    /// The keys whose signature vouched for this version (install --trusted-key); absent for an unsigned install.
+    public var signers: [NoteSigner]?
 
     /// A receipt in the current format; `files` are sorted by path.
-    public init(productIdentifier: String, version: String, files: [InstalledFile]) {
+    public init(productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner] = []) {
         self.format = Self.currentFormat
         self.productIdentifier = productIdentifier
         self.version = version
         self.files = files.sorted { $0.path < $1.path }
+        self.signers = signers.isEmpty ? nil : signers
     }
 
     /// Files by path.
@@ -52,12 +55,13 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
 
     /// Pretty, key-sorted JSON followed by a newline.
     public func encoded() -> [UInt8] {
-        JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files)
+        JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers)
     }
 
     /// `encoded()`, handed over in chunks of about 64 KiB rather than as one buffer (5 MB for 26,000 files).
     func write<Failure: Error>(chunks: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
-        try JSONCoding.write(format: format, productIdentifier: productIdentifier, version: version, files: files, chunks: chunks)
+        try JSONCoding.write(
+            format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers, chunks: chunks)
     }
 
     /// Parses a receipt; nil when the bytes are not one (a damaged receipt is treated as absent).
@@ -118,12 +122,14 @@ public struct InstallJournal: Sendable, Equatable, Codable {
 /// (what earlier versions wrote), produced straight into one buffer: JSONEncoder's intermediate tree took
 /// 900 bytes a file, 23 MB for 26,000 files, while the output is about 180 bytes a file.
 enum JSONCoding {
-    static func encode(format: Int, productIdentifier: String, version: String, files: [InstalledFile]) -> [UInt8] {
+    static func encode(
+        format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil
+    ) -> [UInt8] {
         var whole: [UInt8] = []
         whole.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
             $0 + 96 + $1.path.utf8.count + $1.sha256.utf8.count
         })
-        write(format: format, productIdentifier: productIdentifier, version: version, files: files) { whole += $0 }
+        write(format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers) { whole += $0 }
         return whole
     }
 
@@ -132,7 +138,8 @@ enum JSONCoding {
 
     /// The bytes of `encode`, handed to `chunks` about `chunkSize` at a time.
     static func write<Failure: Error>(
-        format: Int, productIdentifier: String, version: String, files: [InstalledFile], chunks: ([UInt8]) throws(Failure) -> Void
+        format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil,
+        chunks: ([UInt8]) throws(Failure) -> Void
     ) throws(Failure) {
         var out: [UInt8] = []
         out.reserveCapacity(chunkSize + 4096)
@@ -155,6 +162,16 @@ enum JSONCoding {
         out.append(contentsOf: String(format).utf8)
         out.append(contentsOf: ",\n  \"productIdentifier\" : ".utf8)
         appendString(productIdentifier, to: &out)
+        if let signers, !signers.isEmpty {
+            out.append(contentsOf: ",\n  \"signers\" : [\n".utf8)
+            for (index, signer) in signers.enumerated() {
+                out.append(contentsOf: "    {\n      \"keyHash\" : ".utf8)
+                appendString(signer.keyHash, to: &out)
+                out.append(contentsOf: ",\n      \"name\" : ".utf8)
+                appendString(signer.name, to: &out)
+                out.append(contentsOf: index == signers.count - 1 ? "\n    }\n  ]".utf8 : "\n    },\n".utf8)
+            }
+        }
         out.append(contentsOf: ",\n  \"version\" : ".utf8)
         appendString(version, to: &out)
         out.append(contentsOf: "\n}\n".utf8)

@@ -18,6 +18,9 @@ public struct InstallOptions: Sendable {
     public var wait: Bool
     /// Rules and read limits (`verify.limits.archive` bounds entries, bytes and compression ratio).
     public var verify: VerifyOptions
+    /// Trusted keys: the archive is installed only with a valid signed note by one of them, and never below the
+    /// receipt's version (docs/signing.md); nil requires no signature.
+    public var signature: SignaturePolicy?
 
     /// Options for installing into `destination`; everything else off by default.
     public init(
@@ -127,7 +130,13 @@ public enum Installer {
                 "\(archive) is a folder; install reads archives (zip, tar, xar): pack the folder first (hcpack build)",
                 path: archive)
         }
+        // The note and the archive file are checked before DEST is even opened.
+        let signature = try options.signature.map { policy throws(HCPackError) in
+            try SignatureChecker.checkArchive(archive, policy: policy)
+        }
+        if let signature, signature.problems.hasErrors { return .rejected(signature.rejection(archive)) }
         let session = try InstallSession(options: options, progress: progress)
+        session.signature = signature
         do {
             return try session.run(archive)
         } catch {
@@ -152,6 +161,8 @@ private final class InstallSession {
     /// The Contents/-relative name each file to install has in the archive (and so in staging), where it is
     /// not spelled exactly as in Files.
     var stagedNames: [ExactPath: String] = [:]
+    /// The archive's signature, checked against the archive file; the package is held to its statement.
+    var signature: ArchiveSignatureCheck?
 
     init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
         self.options = options
@@ -216,6 +227,7 @@ private final class InstallSession {
         }
         staging.startFlushing()
         var report = try readAndCheck(archive, staging: staging)
+        if let signature { report.problems.append(contentsOf: signature.checkPackage(report, installAll: options.installAll)) }
         if !report.isValid() {
             abandon()
             return .rejected(report)
@@ -443,10 +455,12 @@ private final class InstallSession {
             plan.journal = InstallJournal.decode(bytes)
         }
         let previousVersion = plan.previous.flatMap { ContentVersion($0.version) }
-        if let previousVersion, previousVersion > package.version, !options.force {
+        if let previousVersion, previousVersion > package.version, !options.force || options.signature != nil {
+            // With trusted keys, never (rollback protection): an old signed release stays signed.
+            let remedy = options.signature == nil ? "Pass --force to downgrade" : "A signed install never downgrades"
             throw HCPackError(
                 .invalidPackage,
-                "\(destinationPath) has version \(previousVersion.text) of '\(identifier)'; this package is the older \(package.version.text). Pass --force to downgrade",
+                "\(destinationPath) has version \(previousVersion.text) of '\(identifier)'; this package is the older \(package.version.text). \(remedy)",
                 path: destinationPath)
         }
         let owned = plan.previous?.recordsByPath ?? [:]
@@ -532,7 +546,9 @@ private final class InstallSession {
     }
 
     func receipt(_ package: Package, _ wanted: [InstalledFile]) -> InstallReceipt {
-        InstallReceipt(productIdentifier: package.productIdentifier, version: package.version.text, files: wanted)
+        InstallReceipt(
+            productIdentifier: package.productIdentifier, version: package.version.text, files: wanted,
+            signers: signature?.signers ?? [])
     }
 
     // MARK: Placing

@@ -67,6 +67,15 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case budgetExceeded = "budget.exceeded"
     case budgetNearLimit = "budget.near-limit"
 
+    // Signed releases (verify and install --trusted-key, docs/signing.md).
+    case signatureMissing = "signature.missing"
+    case signatureMalformed = "signature.malformed"
+    case signatureUntrusted = "signature.untrusted"
+    case signatureInvalid = "signature.invalid"
+    case signatureMismatch = "signature.mismatch"
+    case signatureExpired = "signature.expired"
+    case signatureUnsigned = "signature.unsigned-file"
+
     /// The severity a problem of this rule has unless a check says otherwise.
     public var severity: Severity {
         switch self {
@@ -135,6 +144,13 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .digestMismatch: "A file's SHA-256 differs from its record."
         case .budgetExceeded: "The content is over a size budget limit (total bytes, bytes per file, or file count)."
         case .budgetNearLimit: "The content has reached 80% of a size budget limit."
+        case .signatureMissing: "No signed note beside the archive (ARCHIVE.hcsig, or --signature FILE)."
+        case .signatureMalformed: "The signed note, or its text, is not in the format of docs/signing.md."
+        case .signatureUntrusted: "No trusted key (--trusted-key) signed the note."
+        case .signatureInvalid: "A trusted key's signature does not verify: the note was changed after signing."
+        case .signatureMismatch: "The note names another archive (size, SHA-256), plist, product or version."
+        case .signatureExpired: "The note's expires time has passed."
+        case .signatureUnsigned: "A listed (or installed) file has no HCPackIntegrity record, so no signature covers it."
         }
     }
 }

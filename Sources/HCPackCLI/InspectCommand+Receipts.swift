@@ -1,0 +1,43 @@
+import HostedContent
+
+/// `inspect DEST`: what hcpack installed into a folder, from its receipts, and which keys vouched for it.
+extension InspectCommand {
+    static func text(receipts: [InstallReceipt], label: String) -> String {
+        var text = "\(label): an install destination with \(ReportRendering.plural(receipts.count, "product"))\n"
+        for receipt in receipts {
+            let bytes = receipt.files.reduce(Int64(0)) { $0 + $1.size }
+            text +=
+                "  \(receipt.productIdentifier) \(receipt.version): \(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
+            let signers = receipt.signers ?? []
+            text +=
+                signers.isEmpty
+                ? "    Signed by:  (installed without --trusted-key)\n"
+                : "    Signed by:  " + signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ") + "\n"
+        }
+        return text
+    }
+
+    static func json(receipts: [InstallReceipt], path: String) -> JSONValue {
+        .object([
+            ("path", .string(path)),
+            (
+                "receipts",
+                .array(
+                    receipts.map { receipt in
+                        .object([
+                            ("productIdentifier", .string(receipt.productIdentifier)), ("version", .string(receipt.version)),
+                            ("files", .number(Int64(receipt.files.count))),
+                            ("bytes", .number(receipt.files.reduce(Int64(0)) { $0 + $1.size })),
+                            (
+                                "signers",
+                                .array(
+                                    (receipt.signers ?? []).map {
+                                        .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))])
+                                    })
+                            ),
+                        ])
+                    })
+            ),
+        ])
+    }
+}
