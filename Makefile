@@ -52,9 +52,11 @@ install-check:
 	"$$prefix/bin/hcpack" --version >/dev/null || exit 1; \
 	echo "install-check: make install wrote $(words $(INSTALLED_FILES)) files, completions parse"
 
-# Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
+# Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N), with
+# outputs on disk, then on a RAM disk (tmpfs, needs root); BENCH_TMPFS=0 or 1 runs only one mode.
 bench: build
-	HCPACK="$(BIN_DIR)/hcpack" python3 bench/run.py
+	@if [ "$(BENCH_TMPFS)" != "1" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=0 python3 bench/run.py; fi
+	@if [ "$(BENCH_TMPFS)" != "0" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=1 python3 bench/run.py; fi
 
 # Not part of `make test`: builds the libFuzzer targets and runs each for FUZZ_SECONDS (docs/fuzzing.md).
 FUZZ_SECONDS ?= 60
