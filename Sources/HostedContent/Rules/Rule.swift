@@ -56,6 +56,16 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case compressionRatio = "archive.compression-ratio"
     case limitExceeded = "archive.limit-exceeded"
 
+    // The zip structure every zip reader works from (ZipStructureCheck).
+    case zipHeaderMismatch = "zip.header-mismatch"
+    case zipOverlappingEntries = "zip.overlapping-entries"
+    case zipDuplicateName = "zip.duplicate-name"
+    case zipUnportableName = "zip.unportable-name"
+    case zipUnicodePathMismatch = "zip.unicode-path-mismatch"
+    case zipUnsupportedMethod = "zip.unsupported-method"
+    case zipAppleDouble = "zip.apple-double"
+    case zipSixtyFourMismatch = "zip.zip64-mismatch"
+
     // Recorded sizes and digests (the HCPackIntegrity key).
     case integrityMalformed = "integrity.malformed"
     case integrityMissingRecord = "integrity.missing-record"
@@ -127,6 +137,14 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .multipleRoots: "The archive holds more than one package root, or no recognisable root."
         case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb)."
         case .limitExceeded: "The archive exceeds an entry-count or size limit."
+        case .zipHeaderMismatch: "A zip entry's local header disagrees with its central directory record (name, method, CRC-32, sizes, encryption)."
+        case .zipOverlappingEntries: "Zip entries whose bytes overlap or are shared, or run into the central directory."
+        case .zipDuplicateName: "The zip's central directory names the same path twice."
+        case .zipUnportableName: "A zip entry name with a backslash, a NUL, or non-ASCII bytes without the UTF-8 flag."
+        case .zipUnicodePathMismatch: "A zip entry's Unicode Path extra field (0x7075) does not match its name."
+        case .zipUnsupportedMethod: "A zip entry compressed with a method other than stored or deflate."
+        case .zipAppleDouble: "A macOS AppleDouble entry (__MACOSX/ or ._*) in a zip, which zip readers unpack as files."
+        case .zipSixtyFourMismatch: "A zip64 record where none is needed, or one that disagrees with the 32-bit fields."
         case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
         case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."
