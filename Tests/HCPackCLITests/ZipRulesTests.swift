@@ -162,3 +162,38 @@ struct ZipRulesTests {
         #expect(folder.read("dest/a.json") == Array("{}".utf8))
     }
 }
+
+@Suite("One verdict: install refuses exactly what verify reports invalid")
+struct OneVerdictTests {
+    /// Shapes that verify once only warned about while install refused them.
+    static let shapes = hostileArchives.filter { ["hard link inside", "symlink to itself", "setuid file", "setgid file"].contains($0.name) }
+
+    @Test("verify and install give the same exit status and name the same rule", arguments: shapes)
+    func sameVerdict(_ hostile: HostileArchive) throws {
+        let folder = TemporaryFolder()
+        let made = python(hostile.program, in: folder.path)
+        try #require(made.status == 0, "\(made.output)")
+        let archive = folder.url(hostile.file)
+        let verified = hcpack(["verify", archive])
+        folder.makeFolder("dest")
+        let installed = hcpack(["install", archive, "--dest", folder.url("dest")])
+        #expect(verified.status == 1, "\(verified.stdout)")
+        #expect(installed.status == verified.status, "\(installed.stdout)\(installed.stderr)")
+        #expect(hostile.rules.contains { verified.stdout.contains("[\($0)]") && installed.stdout.contains("[\($0)]") })
+        #expect(treeListing(folder.url("dest")).isEmpty)
+    }
+
+    @Test("A package folder with a symlink still only warns: build leaves the link out, and the built zip installs")
+    func folderSymlinkWarns() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        try FileManager.default.createSymbolicLink(atPath: folder.url("pkg/Contents/alias.json"), withDestinationPath: "index.json")
+        let verified = hcpack(["verify", folder.url("pkg")])
+        #expect(verified.status == 0 && verified.stdout.contains("[content.symlink]"), "\(verified.stdout)")
+        let built = hcpack(["build", folder.url("pkg"), "-o", folder.url("p.zip")])
+        try #require(built.status == 0, "\(built.stdout)\(built.stderr)")
+        folder.makeFolder("dest")
+        #expect(hcpack(["verify", folder.url("p.zip"), "--strict"]).status == 0)
+        #expect(hcpack(["install", folder.url("p.zip"), "--dest", folder.url("dest")]).status == 0)
+    }
+}

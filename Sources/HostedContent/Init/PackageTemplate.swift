@@ -19,7 +19,7 @@ public struct PackageTemplate: Sendable {
     /// `Templates/` in the source tree this file was compiled from (found when running from a checkout).
     public static let sourceTreeFolder =
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Templates").path
+        .deletingLastPathComponent().appendingPathComponent("Templates").path
 
     /// The folder holding the template files.
     public let folder: String

@@ -45,6 +45,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case longPath = "content.long-path"
     case tooLarge = "content.too-large"
     case unsafePermissions = "content.unsafe-permissions"
+    case reservedName = "content.reserved-name"
 
     // The archive that carries the package.
     case unsafePath = "archive.unsafe-path"
@@ -129,6 +130,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .longPath: "A name component over 255 bytes or a path over 1024 bytes."
         case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size)."
         case .unsafePermissions: "A setuid, setgid or world-writable entry (installed files get 0644/0755)."
+        case .reservedName: "A path under Contents/.hcpack/, the folder where hcpack install keeps its records in DEST."
         case .unsafePath: "An archive entry name that is absolute, has '..', a backslash or a drive letter."
         case .duplicateEntry: "Two archive entries with the same name, or a file and a folder with one name."
         case .encrypted: "An encrypted archive entry."

@@ -54,6 +54,8 @@ public struct VerificationReport: Sendable {
 public enum Verifier {
     static let contentsFolder = "Contents"
     static let contentsPrefix = "Contents/"
+    /// Where install keeps its records in DEST, as a path in the package.
+    static let reservedPrefix = contentsPrefix + Installer.metadataFolder + "/"
 
     /// Verifies a package folder or archive.
     /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
@@ -343,6 +345,11 @@ private struct RuleChecker {
             }
             if !entry.nameIsUTF8 {
                 problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
+            }
+            if path.hasPrefix(Verifier.reservedPrefix) && path.split(separator: "/").count > 2 && entry.kind != .directory {
+                problems.add(
+                    .reservedName, path: path,
+                    "install would place it in DEST/\(Installer.metadataFolder)/, where hcpack keeps its records; rename that folder")
             }
             if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {
                 problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
