@@ -135,10 +135,11 @@ public struct ZipEntryFacts: Sendable {
     /// it can have; nil without a local header. Two entries whose spans meet share bytes.
     public var span: Range<UInt64>? {
         guard let local else { return nil }
-        let (dataEnd, overflow) = local.dataOffset.addingReportingOverflow(compressedSize)
-        guard !overflow else { return nil }
         let descriptor: UInt64 = hasDataDescriptor || local.hasDataDescriptor ? 12 : 0
-        return localHeaderOffset..<(dataEnd &+ descriptor)
+        let (dataEnd, overflow) = local.dataOffset.addingReportingOverflow(compressedSize)
+        let (end, overflowAgain) = dataEnd.addingReportingOverflow(descriptor)
+        guard !overflow, !overflowAgain, end >= localHeaderOffset else { return nil }
+        return localHeaderOffset..<end
     }
 }
 
@@ -298,6 +299,9 @@ public struct ZipDirectory: Sendable {
             return directory
         }
         directory.end = end
+        if end.trailingBytes < 0 {
+            directory.defects.append("the end record's comment runs \(-end.trailingBytes) bytes past the end of the file")
+        }
         if end.commentLength > 0, try input.read(Int(end.commentLength), at: end.offset + 22)?.contains(endMarker) == true {
             directory.defects.append("the zip comment holds an end of central directory signature: readers may take either for the end")
         }
@@ -494,7 +498,7 @@ public struct ZipDirectory: Sendable {
             compressedSize: values?.compressedSize ?? UInt64(compressed32),
             uncompressedSize: values?.uncompressedSize ?? UInt64(uncompressed32),
             dataOffset: offset + 30 + UInt64(nameLength) + UInt64(extraLength))
-        if let dataEnd = entry.span?.upperBound, dataEnd > UInt64(input.size) {
+        if (entry.span?.upperBound ?? .max) > UInt64(input.size) {
             entry.localHeaderDefect = "has data that runs past the end of the file"
         }
     }

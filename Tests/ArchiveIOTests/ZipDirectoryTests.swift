@@ -154,4 +154,45 @@ struct ZipDirectoryTests {
         #expect(limited.entryCount == 2)
         #expect(limited.defects.contains { $0.contains("maxEntries") })
     }
+
+    @Test("Thousands of mutated zips (bytes, truncations, saturated fields) read without a trap, each bounded")
+    func mutations() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        try python(
+            """
+            import zipfile, sys
+            with zipfile.ZipFile(sys.argv[1], 'w') as z:
+                z.writestr('a.txt', b'hello'); z.writestr('d/', b'')
+                z.writestr('d/\\u00e9.txt', b'x' * 300, compress_type=zipfile.ZIP_DEFLATED)
+                with z.open('z.bin', 'w', force_zip64=True) as f: f.write(b'zz')
+            """, [dir.path("seed.zip")])
+        let seed = try dir.read("seed.zip")
+        var state: UInt64 = 0x9e37_79b9_7f4a_7c15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(max(bound, 1)))
+        }
+        var withDefects = 0
+        for round in 0..<3000 {
+            var bytes = seed
+            switch round % 4 {
+            case 0: for _ in 0...next(4) { bytes[next(bytes.count)] = UInt8(truncatingIfNeeded: next(256)) }
+            case 1: for _ in 0...next(4) { bytes[next(bytes.count)] = 0xff }
+            case 2: bytes = Array(bytes.prefix(next(bytes.count)))
+            default:
+                let at = next(bytes.count - 4)
+                bytes.replaceSubrange(at..<(at + 4), with: [0xff, 0xff, 0xff, 0xff])
+            }
+            var visited = 0
+            let directory = try ZipDirectory.read(bytes: bytes) { entry in
+                visited += 1
+                _ = entry.span
+                _ = entry.extra.unicodePath
+            }
+            #expect(visited == directory.entryCount && visited <= 4)
+            if !directory.defects.isEmpty { withDefects += 1 }
+        }
+        #expect(withDefects > 100, "the mutations do reach the structure")
+    }
 }
