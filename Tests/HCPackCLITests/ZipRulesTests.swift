@@ -108,6 +108,10 @@ let zipRuleCases: [ZipRuleCase] = {
         ZipRuleCase(
             "a forced zip64 local field (zipfile)", "zip.zip64-mismatch",
             python: "z = zipfile.ZipFile(out, 'w'); base(z)\nwith z.open('Contents/b.json', 'w', force_zip64=True) as f: f.write(b'{}')\nz.close()"),
+        ZipRuleCase(
+            "folder attributes on a name without '/' (zipfile)", "zip.entry-type-mismatch",
+            python: "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/x'); i.create_system = 3; i.external_attr = (0o40755 << 16) | 0x10; z.writestr(i, b'data'); z.close()"),
+        ZipRuleCase("a folder entry with data", "zip.entry-type-mismatch", .package([RawZipEntry("Contents/d/", "data")])),
         ZipRuleCase("a zip64 central value that fits in 32 bits", "zip.zip64-mismatch", sixtyFourUnneeded),
         ZipRuleCase("a zip64 end record where none is needed", "zip.zip64-mismatch", endNotNeeded),
         ZipRuleCase("a zip64 end record that disagrees", "zip.zip64-mismatch", endInconsistent),

@@ -66,6 +66,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case zipUnsupportedMethod = "zip.unsupported-method"
     case zipAppleDouble = "zip.apple-double"
     case zipSixtyFourMismatch = "zip.zip64-mismatch"
+    case zipEntryTypeMismatch = "zip.entry-type-mismatch"
 
     // Recorded sizes and digests (the HCPackIntegrity key).
     case integrityMalformed = "integrity.malformed"
@@ -147,6 +148,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .zipUnsupportedMethod: "A zip entry compressed with a method other than stored or deflate."
         case .zipAppleDouble: "A macOS AppleDouble entry (__MACOSX/ or ._*) in a zip, which zip readers unpack as files."
         case .zipSixtyFourMismatch: "A zip64 record where none is needed, or one that disagrees with the 32-bit fields."
+        case .zipEntryTypeMismatch: "A zip entry whose attributes say folder but whose name does not end with '/', or a folder entry with data."
         case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
         case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."

@@ -54,6 +54,7 @@ enum ZipStructureCheck {
             }
             if let span = entry.span { spans.append((span, entry.index)) }
             checkName(entry, name: name)
+            checkType(entry, name: name)
             checkMethodAndEncryption(entry, local: local, name: name)
             checkLocalHeader(entry, local: local, name: name)
             checkSixtyFour(entry, local: local, name: name)
@@ -94,6 +95,21 @@ enum ZipStructureCheck {
                         "an Info-ZIP Unicode Path field names it '\(Self.printable(unicode.name))': hcpack and some readers use that name, others the header's; \(rebuild)")
                     break
                 }
+            }
+        }
+
+        /// hcpack (libarchive) takes an entry's type from its attributes, the other readers from a trailing '/'.
+        mutating func checkType(_ entry: ZipEntryFacts, name: String) {
+            let unixFolder = entry.unixMode.map { $0 & 0o170000 == 0o040000 } ?? false
+            let dosFolder = entry.versionMadeBy >> 8 != 3 && entry.externalAttributes & 0x10 != 0
+            if (unixFolder || dosFolder) && !entry.isDirectoryName {
+                problems.add(
+                    .zipEntryTypeMismatch, path: name,
+                    "its attributes say folder but its name does not end with '/': hcpack reads a folder, other zip readers a file; \(rebuild)")
+            } else if entry.isDirectoryName && (entry.uncompressedSize > 0 || entry.compressedSize > 0) {
+                problems.add(
+                    .zipEntryTypeMismatch, path: name,
+                    "a folder entry (its name ends with '/') that holds \(entry.uncompressedSize) bytes of data, which readers drop or write differently; \(rebuild)")
             }
         }
 
