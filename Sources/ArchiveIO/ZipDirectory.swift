@@ -30,17 +30,18 @@ public struct ZipExtraField: Sendable, Equatable {
 /// The extra fields of one header, and whether they filled the extra area exactly.
 public struct ZipExtraFields: Sendable, Equatable {
     public var fields: [ZipExtraField] = []
-    /// False when the last field's size runs past the extra area (Python's zipfile refuses such a header).
+    /// False when a field's size runs past the extra area (Python's zipfile refuses such a header).
     public var isWellFormed = true
+    /// The extra area's length in bytes.
+    public var byteCount = 0
 
     /// Splits an extra area into fields (APPNOTE 4.5.1: a 2-byte ID, a 2-byte size, then the data).
     init(_ bytes: ArraySlice<UInt8>) {
+        byteCount = bytes.count
         var at = bytes.startIndex
         while at < bytes.endIndex {
-            guard bytes.endIndex - at >= 4 else {
-                isWellFormed = false
-                return
-            }
+            // Fewer than 4 bytes left: padding every reader skips.
+            guard bytes.endIndex - at >= 4 else { return }
             let id = UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8
             let size = Int(bytes[at + 2]) | Int(bytes[at + 3]) << 8
             guard bytes.endIndex - (at + 4) >= size else {
@@ -458,17 +459,29 @@ public struct ZipDirectory: Sendable {
     /// Reads the local header `entry` points at (30 bytes, then its name and extra).
     private static func readLocal(_ input: ZipInput, into entry: inout ZipEntryFacts) throws {
         let offset = entry.localHeaderOffset
-        guard offset <= UInt64(Int64.max), let fixed = try input.read(30, at: Int64(offset)) else {
+        guard offset <= UInt64(input.size), input.size - Int64(offset) >= 30 else {
             entry.localHeaderDefect = "points at offset \(offset), past the end of the file"
             return
         }
+        // One read for the usual header: its name and extra are about as long as the central record's.
+        let guess = min(Int64(30 + entry.name.count + entry.extra.byteCount + 64), input.size - Int64(offset))
+        guard let head = try input.read(Int(guess), at: Int64(offset)) else {
+            entry.localHeaderDefect = "points at offset \(offset), past the end of the file"
+            return
+        }
+        let fixed = Array(head[..<30])
         guard fixed.uint32(0) == localSignature else {
             entry.localHeaderDefect = "points at offset \(offset), where there is no local header"
             return
         }
         let nameLength = Int(fixed.uint16(26))
         let extraLength = Int(fixed.uint16(28))
-        guard let variable = try input.read(nameLength + extraLength, at: Int64(offset) + 30) else {
+        let variable: [UInt8]
+        if head.count >= 30 + nameLength + extraLength {
+            variable = Array(head[30..<(30 + nameLength + extraLength)])
+        } else if let read = try input.read(nameLength + extraLength, at: Int64(offset) + 30) {
+            variable = read
+        } else {
             entry.localHeaderDefect = "has a local header at \(offset) that runs past the end of the file"
             return
         }

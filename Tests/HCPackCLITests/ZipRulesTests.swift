@@ -112,6 +112,9 @@ let zipRuleCases: [ZipRuleCase] = {
             "folder attributes on a name without '/' (zipfile)", "zip.entry-type-mismatch",
             python: "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/x'); i.create_system = 3; i.external_attr = (0o40755 << 16) | 0x10; z.writestr(i, b'data'); z.close()"),
         ZipRuleCase("a folder entry with data", "zip.entry-type-mismatch", .package([RawZipEntry("Contents/d/", "data")])),
+        ZipRuleCase(
+            "an extra field running past the extra area", "archive.corrupt",
+            .package([entry("Contents/b.json") { $0.centralExtra = le16(0xcafe) + le16(40) + [1, 2, 3] }])),
         ZipRuleCase("a zip64 central value that fits in 32 bits", "zip.zip64-mismatch", sixtyFourUnneeded),
         ZipRuleCase("a zip64 end record where none is needed", "zip.zip64-mismatch", endNotNeeded),
         ZipRuleCase("a zip64 end record that disagrees", "zip.zip64-mismatch", endInconsistent),

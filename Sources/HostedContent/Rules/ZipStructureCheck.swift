@@ -53,6 +53,11 @@ enum ZipStructureCheck {
                 return
             }
             if let span = entry.span { spans.append((span, entry.index)) }
+            if !entry.extra.isWellFormed || !local.extra.isWellFormed {
+                problems.add(
+                    .corrupt, path: name,
+                    "an extra field runs past the end of the \(entry.extra.isWellFormed ? "local" : "central") header's extra area: Python's zipfile refuses the entry, other readers skip the field; \(rebuild)")
+            }
             checkName(entry, name: name)
             checkType(entry, name: name)
             checkMethodAndEncryption(entry, local: local, name: name)
