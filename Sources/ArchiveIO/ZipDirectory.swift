@@ -63,7 +63,9 @@ public struct ZipExtraFields: Sendable, Equatable {
     public var unicodePath: (version: UInt8, nameCRC32: UInt32, name: [UInt8])? {
         guard let field = first(ZipDirectory.unicodePathID), field.data.count >= 5 else { return nil }
         let data = field.data
-        return (data[0], UInt32(data[1]) | UInt32(data[2]) << 8 | UInt32(data[3]) << 16 | UInt32(data[4]) << 24, Array(data[5...]))
+        return (
+            data[0], UInt32(data[1]) | UInt32(data[2]) << 8 | UInt32(data[3]) << 16 | UInt32(data[4]) << 24, Array(data[5...])
+        )
     }
 }
 
@@ -280,20 +282,26 @@ public struct ZipDirectory: Sendable {
         let input = ZipInput(size: Int64(bytes.count), name: "input") { buffer, offset in
             let start = Int(offset)
             let count = max(0, min(buffer.count, bytes.count - start))
-            if count > 0 { bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) } }
+            if count > 0 {
+                bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+            }
             return count
         }
         return try read(input, limits: limits, visit: visit)
     }
 
     /// Every record at once, for small archives and tests (the limits bound it).
-    public static func entries(path: String, limits: ZipDirectoryLimits = ZipDirectoryLimits()) throws -> (ZipDirectory, [ZipEntryFacts]) {
+    public static func entries(path: String, limits: ZipDirectoryLimits = ZipDirectoryLimits()) throws -> (
+        ZipDirectory, [ZipEntryFacts]
+    ) {
         var entries: [ZipEntryFacts] = []
         let directory = try read(path: path, limits: limits) { entries.append($0) }
         return (directory, entries)
     }
 
-    private static func read(_ input: ZipInput, limits: ZipDirectoryLimits, visit: (ZipEntryFacts) throws -> Void) throws -> ZipDirectory {
+    private static func read(_ input: ZipInput, limits: ZipDirectoryLimits, visit: (ZipEntryFacts) throws -> Void) throws
+        -> ZipDirectory
+    {
         var directory = ZipDirectory(fileSize: input.size)
         guard let end = try findEnd(input) else {
             directory.defects.append("no end of central directory record: this is not a complete zip")
@@ -304,13 +312,15 @@ public struct ZipDirectory: Sendable {
             directory.defects.append("the end record's comment runs \(-end.trailingBytes) bytes past the end of the file")
         }
         if end.commentLength > 0, try input.read(Int(end.commentLength), at: end.offset + 22)?.contains(endMarker) == true {
-            directory.defects.append("the zip comment holds an end of central directory signature: readers may take either for the end")
+            directory.defects.append(
+                "the zip comment holds an end of central directory signature: readers may take either for the end")
         }
         directory.declaredEntries = UInt64(end.totalEntries)
         directory.centralDirectoryOffset = UInt64(end.centralDirectoryOffset)
         directory.centralDirectorySize = UInt64(end.centralDirectorySize)
         var directoryEnd = end.offset  // where the central directory must end
-        if end.offset >= 20, let locator = try input.read(20, at: end.offset - 20), locator.uint32(0) == sixtyFourLocatorSignature {
+        if end.offset >= 20, let locator = try input.read(20, at: end.offset - 20), locator.uint32(0) == sixtyFourLocatorSignature
+        {
             let recordOffset = locator.uint64(8)
             var sixtyFour = ZipSixtyFourEnd(
                 locatorOffset: end.offset - 20, recordOffset: recordOffset, adjacentOffset: end.offset - 20 - 56,
@@ -341,17 +351,20 @@ public struct ZipDirectory: Sendable {
         let offset = directory.centralDirectoryOffset
         let size = directory.centralDirectorySize
         guard offset <= UInt64(directoryEnd), size <= UInt64(directoryEnd) - offset else {
-            directory.defects.append("the central directory (\(size) bytes at \(offset)) does not fit before the end record at \(directoryEnd)")
+            directory.defects.append(
+                "the central directory (\(size) bytes at \(offset)) does not fit before the end record at \(directoryEnd)")
             return directory
         }
         if offset + size != UInt64(directoryEnd) {
             // Readers that find the directory by the declared offset and those that find it by the end record's
             // position (and shift every offset, as for a self-extractor's stub) read different entries.
             directory.defects.append(
-                "the central directory (\(size) bytes at \(offset)) does not end where the end record starts (\(directoryEnd)): \(UInt64(directoryEnd) - offset - size) bytes lie between them")
+                "the central directory (\(size) bytes at \(offset)) does not end where the end record starts (\(directoryEnd)): \(UInt64(directoryEnd) - offset - size) bytes lie between them"
+            )
         }
         guard Int64(size) <= limits.maxCentralDirectoryBytes else {
-            directory.defects.append("the central directory is \(size) bytes, over the \(limits.maxCentralDirectoryBytes)-byte limit")
+            directory.defects.append(
+                "the central directory is \(size) bytes, over the \(limits.maxCentralDirectoryBytes)-byte limit")
             return directory
         }
         guard let central = try input.read(Int(size), at: Int64(offset)) else {
@@ -365,7 +378,8 @@ public struct ZipDirectory: Sendable {
                 return directory
             }
             guard central.count - at >= 46, central.uint32(at) == centralSignature else {
-                directory.defects.append("central directory record \(directory.entryCount) at \(offset + UInt64(at)) has no signature or is truncated")
+                directory.defects.append(
+                    "central directory record \(directory.entryCount) at \(offset + UInt64(at)) has no signature or is truncated")
                 return directory
             }
             let nameLength = Int(central.uint16(at + 28))
@@ -375,7 +389,8 @@ public struct ZipDirectory: Sendable {
             let extraStart = nameStart + nameLength
             let recordEnd = extraStart + extraLength + commentLength
             guard recordEnd <= central.count else {
-                directory.defects.append("central directory record \(directory.entryCount) runs past the end of the central directory")
+                directory.defects.append(
+                    "central directory record \(directory.entryCount) runs past the end of the central directory")
                 return directory
             }
             var entry = ZipEntryFacts(

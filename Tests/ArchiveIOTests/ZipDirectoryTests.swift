@@ -113,7 +113,10 @@ struct ZipDirectoryTests {
             ("empty", []),
             ("end record only", [0x50, 0x4b, 0x05, 0x06] + [UInt8](repeating: 0, count: 18)),
             ("directory past the end", [0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 1, 0, 1, 0, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0]),
-            ("65535 declared, none there", [0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            (
+                "65535 declared, none there",
+                [0x50, 0x4b, 0x05, 0x06, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+            ),
             (
                 "locator to nowhere",
                 [0x50, 0x4b, 0x06, 0x07, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, 0, 0, 0]

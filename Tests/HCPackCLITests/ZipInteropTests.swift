@@ -33,7 +33,10 @@ enum ZipReader: String, CaseIterable, Sendable {
         let result: (status: Int32, output: String)
         switch self {
         case .unzip: result = run("unzip", ["-q", "-o", archive, "-d", folder])
-        case .zipfile: result = python("import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", arguments: [archive, folder], in: folder)
+        case .zipfile:
+            result = python(
+                "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", arguments: [archive, folder],
+                in: folder)
         case .miniunzip: result = run("miniunzip", ["-x", "-o", archive, "-d", folder], in: folder)
         }
         return (result.status == 0, result.output)
@@ -61,13 +64,20 @@ func readerDisagreements(_ archive: String, in folder: TemporaryFolder) -> (disa
     }
     for (reader, tree) in trees {
         // The package root: the archive root, or the single folder holding ContentInfo.plist.
-        let plist = tree.keys.filter { $0 == "ContentInfo.plist" || $0.hasSuffix("/ContentInfo.plist") }.sorted { $0.count < $1.count }.first
+        let plist = tree.keys.filter { $0 == "ContentInfo.plist" || $0.hasSuffix("/ContentInfo.plist") }.sorted {
+            $0.count < $1.count
+        }.first
         let prefix = (plist.map { String($0.dropLast("ContentInfo.plist".count)) } ?? "") + "Contents/"
-        let contents = Dictionary(uniqueKeysWithValues: tree.filter { $0.key.hasPrefix(prefix) }.map { (String($0.key.dropFirst(prefix.count)), $0.value) })
+        let contents = Dictionary(
+            uniqueKeysWithValues: tree.filter { $0.key.hasPrefix(prefix) }.map {
+                (String($0.key.dropFirst(prefix.count)), $0.value)
+            })
         if contents.keys.sorted() != placed.keys.sorted() {
             found.append("\(reader) unpacked \(contents.keys.sorted()), install placed \(placed.keys.sorted())")
         } else {
-            for (path, bytes) in placed where contents[path] != bytes { found.append("\(reader): \(path) has other bytes than install placed") }
+            for (path, bytes) in placed where contents[path] != bytes {
+                found.append("\(reader): \(path) has other bytes than install placed")
+            }
         }
         if let first = trees.first, first.1 != tree { found.append("\(reader) and \(first.0) unpacked different trees") }
     }
@@ -92,7 +102,8 @@ func writeInteropSource(_ folder: TemporaryFolder, at root: String) {
     for (path, bytes) in files { folder.write(root + "/Contents/" + path, bytes) }
     folder.write(
         root + "/ContentInfo.plist",
-        plistXML("<key>IAPProductIdentifier</key><string>com.example.interop</string><key>ContentVersion</key><string>2.0</string>"))
+        plistXML(
+            "<key>IAPProductIdentifier</key><string>com.example.interop</string><key>ContentVersion</key><string>2.0</string>"))
 }
 
 /// `hcpack build` options to try: every compression policy, timestamps, a plain folder, exclusions.
@@ -109,7 +120,9 @@ let interopBuilds: [(name: String, arguments: [String])] = [
 
 @Suite("zip interop: what verify approves, every reader unpacks as install does")
 struct ZipInteropTests {
-    @Test("Packages hcpack build makes unpack the same in unzip, zipfile and miniunzip as with hcpack install", arguments: interopBuilds.map(\.name))
+    @Test(
+        "Packages hcpack build makes unpack the same in unzip, zipfile and miniunzip as with hcpack install",
+        arguments: interopBuilds.map(\.name))
     func builtPackages(_ name: String) throws {
         let arguments = try #require(interopBuilds.first { $0.name == name }?.arguments)
         let folder = TemporaryFolder()
@@ -134,7 +147,8 @@ struct ZipInteropTests {
     func refusedShapesDiffer() throws {
         let folder = TemporaryFolder()
         // No UTF-8 flag: zipfile decodes the name as CP437, minizip writes its bytes.
-        let unflagged = RawZip.package([RawZipEntry("Contents/世界.json", "{}")], listing: ["a.json", "世界.json"]).write(to: folder.url("u.zip"))
+        let unflagged = RawZip.package([RawZipEntry("Contents/世界.json", "{}")], listing: ["a.json", "世界.json"]).write(
+            to: folder.url("u.zip"))
         #expect(hcpack(["verify", unflagged]).stdout.contains("[zip.unportable-name]"))
         let (zipfileTree, miniTree) = (folder.url("zf"), folder.url("mz"))
         folder.makeFolder("zf")

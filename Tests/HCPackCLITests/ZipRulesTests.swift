@@ -73,44 +73,69 @@ let zipRuleCases: [ZipRuleCase] = {
         ZipRuleCase(
             "central and local names differ (Master Key)", "zip.header-mismatch",
             .package([entry("Contents/../xt") { $0.localName = Array("Contents/b.json".utf8) }])),
-        ZipRuleCase("central and local methods differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localMethod = 8 }])),
-        ZipRuleCase("central and local sizes differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localUncompressedSize = 3 }])),
-        ZipRuleCase("central and local CRC-32 differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localCRC32 = 7 }])),
-        ZipRuleCase("encryption flag only in the local header", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localFlags = 1 }])),
+        ZipRuleCase(
+            "central and local methods differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localMethod = 8 }])
+        ),
+        ZipRuleCase(
+            "central and local sizes differ", "zip.header-mismatch",
+            .package([entry("Contents/b.json") { $0.localUncompressedSize = 3 }])),
+        ZipRuleCase(
+            "central and local CRC-32 differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localCRC32 = 7 }])),
+        ZipRuleCase(
+            "encryption flag only in the local header", "zip.header-mismatch",
+            .package([entry("Contents/b.json") { $0.localFlags = 1 }])),
         ZipRuleCase("an entry hidden in another's data", "zip.overlapping-entries", overlap),
         ZipRuleCase("two records sharing one local header", "zip.overlapping-entries", shared),
         ZipRuleCase(
             "the central directory names a path twice", "zip.duplicate-name",
             .package([RawZipEntry("Contents/a.json", "{\"second\": true}")])),
         ZipRuleCase("a backslash in a name", "zip.unportable-name", .package([entry("Contents\\b.json") { _ in }])),
-        ZipRuleCase("a NUL in a name", "zip.unportable-name", .package([RawZipEntry(rawName: Array("Contents/b.json\u{0}.txt".utf8), [0x7b, 0x7d])])),
-        ZipRuleCase("a non-ASCII name without the UTF-8 flag", "zip.unportable-name", .package([entry("Contents/世界.json") { $0.flags = 0 }])),
+        ZipRuleCase(
+            "a NUL in a name", "zip.unportable-name",
+            .package([RawZipEntry(rawName: Array("Contents/b.json\u{0}.txt".utf8), [0x7b, 0x7d])])),
+        ZipRuleCase(
+            "a non-ASCII name without the UTF-8 flag", "zip.unportable-name",
+            .package([entry("Contents/世界.json") { $0.flags = 0 }])),
         ZipRuleCase(
             "a Unicode Path field naming another file", "zip.unicode-path-mismatch",
             .package([entry("Contents/b.json") { $0.centralExtra = RawZip.unicodePath(headerName: $0.name, "Contents/c.json") }])),
         ZipRuleCase(
             "bzip2 (zipfile)", "zip.unsupported-method",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_BZIP2); z.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_BZIP2); z.close()"
+        ),
         ZipRuleCase(
             "LZMA (zipfile)", "zip.unsupported-method",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_LZMA); z.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_LZMA); z.close()"
+        ),
         ZipRuleCase("zstd (method 93)", "zip.unsupported-method", .package([entry("Contents/b.json") { $0.method = 93 }])),
         ZipRuleCase("traditional encryption (bit 0)", "archive.encrypted", .package([entry("Contents/b.json") { $0.flags = 1 }])),
         ZipRuleCase(
             "AES encryption (method 99)", "archive.encrypted",
-            .package([entry("Contents/b.json") { $0.method = 99; $0.centralExtra = RawZip.extraField(0x9901, [2, 0, 0x41, 0x45, 3, 8, 0]) }])),
+            .package([
+                entry("Contents/b.json") {
+                    $0.method = 99
+                    $0.centralExtra = RawZip.extraField(0x9901, [2, 0, 0x41, 0x45, 3, 8, 0])
+                }
+            ])),
         ZipRuleCase(
             "__MACOSX/ beside the package", "zip.apple-double",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('__MACOSX/Contents/._a.json', b'\\0\\5\\26\\7'); z.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('__MACOSX/Contents/._a.json', b'\\0\\5\\26\\7'); z.close()"),
         ZipRuleCase(
             "an AppleDouble ._ file in Contents/", "zip.apple-double",
             python: "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/._a.json', b'\\0\\5\\26\\7'); z.close()"),
         ZipRuleCase(
             "a forced zip64 local field (zipfile)", "zip.zip64-mismatch",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z)\nwith z.open('Contents/b.json', 'w', force_zip64=True) as f: f.write(b'{}')\nz.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z)\nwith z.open('Contents/b.json', 'w', force_zip64=True) as f: f.write(b'{}')\nz.close()"
+        ),
         ZipRuleCase(
             "folder attributes on a name without '/' (zipfile)", "zip.entry-type-mismatch",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/x'); i.create_system = 3; i.external_attr = (0o40755 << 16) | 0x10; z.writestr(i, b'data'); z.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/x'); i.create_system = 3; i.external_attr = (0o40755 << 16) | 0x10; z.writestr(i, b'data'); z.close()"
+        ),
         ZipRuleCase("a folder entry with data", "zip.entry-type-mismatch", .package([RawZipEntry("Contents/d/", "data")])),
         ZipRuleCase(
             "an extra field running past the extra area", "archive.corrupt",
@@ -121,7 +146,9 @@ let zipRuleCases: [ZipRuleCase] = {
         // One verdict: what install refuses, verify reports as an error.
         ZipRuleCase(
             "a symlink inside the package", "content.symlink",
-            python: "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/alias.json'); i.create_system = 3; i.external_attr = 0o120777 << 16; z.writestr(i, b'a.json'); z.close()"),
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/alias.json'); i.create_system = 3; i.external_attr = 0o120777 << 16; z.writestr(i, b'a.json'); z.close()"
+        ),
     ]
 }()
 
@@ -144,7 +171,9 @@ struct ZipRulesTests {
         #expect(treeListing(folder.url("dest")) == before)
     }
 
-    @Test("Each zip rule's problem is an error in the JSON report, with a message that says what to change", arguments: zipRuleCases)
+    @Test(
+        "Each zip rule's problem is an error in the JSON report, with a message that says what to change", arguments: zipRuleCases
+    )
     func reportedAsError(_ zipCase: ZipRuleCase) throws {
         let folder = TemporaryFolder()
         let archive = folder.url("case.zip")
@@ -173,7 +202,9 @@ struct ZipRulesTests {
 @Suite("One verdict: install refuses exactly what verify reports invalid")
 struct OneVerdictTests {
     /// Shapes that verify once only warned about while install refused them.
-    static let shapes = hostileArchives.filter { ["hard link inside", "symlink to itself", "setuid file", "setgid file"].contains($0.name) }
+    static let shapes = hostileArchives.filter {
+        ["hard link inside", "symlink to itself", "setuid file", "setgid file"].contains($0.name)
+    }
 
     @Test("verify and install give the same exit status and name the same rule", arguments: shapes)
     func sameVerdict(_ hostile: HostileArchive) throws {
@@ -194,7 +225,8 @@ struct OneVerdictTests {
     func folderSymlinkWarns() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg")
-        try FileManager.default.createSymbolicLink(atPath: folder.url("pkg/Contents/alias.json"), withDestinationPath: "index.json")
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.url("pkg/Contents/alias.json"), withDestinationPath: "index.json")
         let verified = hcpack(["verify", folder.url("pkg")])
         #expect(verified.status == 0 && verified.stdout.contains("[content.symlink]"), "\(verified.stdout)")
         let built = hcpack(["build", folder.url("pkg"), "-o", folder.url("p.zip")])

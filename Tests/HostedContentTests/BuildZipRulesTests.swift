@@ -27,22 +27,28 @@ struct BuildVariant: CustomStringConvertible, Sendable {
 
 @Suite("hcpack build never writes what the zip rules refuse")
 struct BuildZipRulesTests {
-    @Test("Every build option gives a package verify approves with no zip problem; zips hold only portable records", arguments: BuildVariant.all)
+    @Test(
+        "Every build option gives a package verify approves with no zip problem; zips hold only portable records",
+        arguments: BuildVariant.all)
     func everyOption(_ variant: BuildVariant) throws {
         let folder = TemporaryFolder()
-        let files: [(String, String)] = sampleFiles + [
-            ("日本語/ファイル.txt", "日本語\n"), ("empty.txt", ""), ("a/b/c/deep.json", "{}\n"),
-            ("big.txt", String(repeating: "hosted content ", count: 5000)), ("noise.bin", String(repeating: "\u{1}\u{ff}", count: 300)),
-        ]
+        let files: [(String, String)] =
+            sampleFiles + [
+                ("日本語/ファイル.txt", "日本語\n"), ("empty.txt", ""), ("a/b/c/deep.json", "{}\n"),
+                ("big.txt", String(repeating: "hosted content ", count: 5000)),
+                ("noise.bin", String(repeating: "\u{1}\u{ff}", count: 300)),
+            ]
         // Files lists what is built: with an exclusion, the excluded file is in the folder but not listed.
-        writeValidPackage(in: folder, root: "pkg", files: variant.excludes.isEmpty ? files : files.filter { !$0.0.hasSuffix(".bin") })
+        writeValidPackage(
+            in: folder, root: "pkg", files: variant.excludes.isEmpty ? files : files.filter { !$0.0.hasSuffix(".bin") })
         folder.write("pkg/Contents/noise.bin", String(repeating: "\u{1}\u{ff}", count: 300))
         if variant.plainFolder { folder.remove("pkg/ContentInfo.plist") }
         let output = folder.url("out." + variant.format.rawValue)
         _ = try Builder.build(
             BuildOptions(
                 source: folder.url(variant.plainFolder ? "pkg/Contents" : "pkg"), output: output, format: variant.format,
-                productIdentifier: variant.plainFolder ? "com.example.plain" : nil, contentVersion: variant.plainFolder ? "1.0" : nil,
+                productIdentifier: variant.plainFolder ? "com.example.plain" : nil,
+                contentVersion: variant.plainFolder ? "1.0" : nil,
                 compression: variant.compression, excludes: variant.excludes, sourceDateEpoch: variant.epoch))
         let report = try Verifier.verify(output)
         #expect(report.problems.problems.isEmpty, "\(report.problems.problems)")

@@ -45,7 +45,9 @@ public struct RawZipEntry: Sendable {
     public func localRecord() -> [UInt8] {
         let crc = crc32 ?? RawZip.crc32(data)
         var out = le32(0x0403_4b50) + le16(20) + le16(localFlags ?? flags) + le16(localMethod ?? method) + le16(0) + le16(0x21)
-        out += le32(localCRC32 ?? crc) + le32(UInt32(data.count)) + le32(localUncompressedSize ?? uncompressedSize ?? UInt32(data.count))
+        out +=
+            le32(localCRC32 ?? crc) + le32(UInt32(data.count))
+            + le32(localUncompressedSize ?? uncompressedSize ?? UInt32(data.count))
         let localName = self.localName ?? name
         return out + le16(UInt16(localName.count)) + le16(UInt16(localExtra.count)) + localName + localExtra + data
     }
@@ -113,7 +115,9 @@ public struct RawZip: Sendable {
         }
         let count16 = saturateEnd ? 0xffff : UInt16(entries.count)
         out += le32(0x0605_4b50) + le16(0) + le16(0) + le16(count16) + le16(count16)
-        out += le32(saturateEnd ? 0xffff_ffff : UInt32(centralSize)) + le32(saturateEnd ? 0xffff_ffff : UInt32(centralStart)) + le16(0)
+        out +=
+            le32(saturateEnd ? 0xffff_ffff : UInt32(centralSize)) + le32(saturateEnd ? 0xffff_ffff : UInt32(centralStart))
+            + le16(0)
         return out
     }
 

@@ -38,7 +38,7 @@ enum ZipStructureCheck {
     /// Checks records as they are read, keeping only what the cross-entry checks need.
     struct Collector {
         var problems = ProblemList()
-        /// Each entry's bytes in the file, and the entry's printable name.
+        /// Each entry's bytes in the file, and its position in the central directory.
         var spans: [(range: Range<UInt64>, index: Int)] = []
         /// Names (without a leading "./" or a trailing "/") for the duplicate check, and the printable names.
         var names = NameIndex()
@@ -49,14 +49,16 @@ enum ZipStructureCheck {
             guard let local = entry.local, entry.localHeaderDefect == nil else {
                 problems.add(
                     .corrupt, path: name,
-                    "the central directory record \(entry.localHeaderDefect ?? "has no local header"); rebuild or download the archive again")
+                    "the central directory record \(entry.localHeaderDefect ?? "has no local header"); rebuild or download the archive again"
+                )
                 return
             }
             if let span = entry.span { spans.append((span, entry.index)) }
             if !entry.extra.isWellFormed || !local.extra.isWellFormed {
                 problems.add(
                     .corrupt, path: name,
-                    "an extra field runs past the end of the \(entry.extra.isWellFormed ? "local" : "central") header's extra area: Python's zipfile refuses the entry, other readers skip the field; \(rebuild)")
+                    "an extra field runs past the end of the \(entry.extra.isWellFormed ? "local" : "central") header's extra area: Python's zipfile refuses the entry, other readers skip the field; \(rebuild)"
+                )
             }
             checkName(entry, name: name)
             checkType(entry, name: name)
@@ -71,7 +73,8 @@ enum ZipStructureCheck {
             if bytes.contains(UInt8(ascii: "\\")) {
                 problems.add(
                     .zipUnportableName, path: name,
-                    "the name has a backslash: hcpack reads it as a folder separator, other zip readers as part of one file name; use '/' (\(rebuild))")
+                    "the name has a backslash: hcpack reads it as a folder separator, other zip readers as part of one file name; use '/' (\(rebuild))"
+                )
             }
             if bytes.contains(0) {
                 problems.add(
@@ -82,22 +85,26 @@ enum ZipStructureCheck {
             if nonASCII && !entry.isUTF8 {
                 problems.add(
                     .zipUnportableName, path: name,
-                    "the name has non-ASCII bytes without the UTF-8 flag (bit 11): readers decode it as CP437 or as raw bytes, each differently; \(rebuild), which marks names UTF-8")
+                    "the name has non-ASCII bytes without the UTF-8 flag (bit 11): readers decode it as CP437 or as raw bytes, each differently; \(rebuild), which marks names UTF-8"
+                )
             } else if nonASCII && String(validating: bytes, as: UTF8.self) == nil {
-                problems.add(.zipUnportableName, path: name, "the name is flagged UTF-8 but is not valid UTF-8; rename it (\(rebuild))")
+                problems.add(
+                    .zipUnportableName, path: name, "the name is flagged UTF-8 but is not valid UTF-8; rename it (\(rebuild))")
             }
             let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
             if components.contains(where: { $0.elementsEqual("__MACOSX".utf8) || $0.starts(with: "._".utf8) }) {
                 problems.add(
                     .zipAppleDouble, path: name,
-                    "a macOS AppleDouble entry (__MACOSX/ or ._*): zip readers unpack it as a file of its own; \(rebuild), which leaves them out")
+                    "a macOS AppleDouble entry (__MACOSX/ or ._*): zip readers unpack it as a file of its own; \(rebuild), which leaves them out"
+                )
             }
             for extra in [entry.extra, entry.local?.extra].compactMap({ $0 }) {
                 guard let unicode = extra.unicodePath else { continue }
                 if unicode.name != bytes || unicode.version != 1 {
                     problems.add(
                         .zipUnicodePathMismatch, path: name,
-                        "an Info-ZIP Unicode Path field names it '\(Self.printable(unicode.name))': hcpack and some readers use that name, others the header's; \(rebuild)")
+                        "an Info-ZIP Unicode Path field names it '\(Self.printable(unicode.name))': hcpack and some readers use that name, others the header's; \(rebuild)"
+                    )
                     break
                 }
             }
@@ -110,24 +117,29 @@ enum ZipStructureCheck {
             if (unixFolder || dosFolder) && !entry.isDirectoryName {
                 problems.add(
                     .zipEntryTypeMismatch, path: name,
-                    "its attributes say folder but its name does not end with '/': hcpack reads a folder, other zip readers a file; \(rebuild)")
+                    "its attributes say folder but its name does not end with '/': hcpack reads a folder, other zip readers a file; \(rebuild)"
+                )
             } else if entry.isDirectoryName && (entry.uncompressedSize > 0 || entry.compressedSize > 0) {
                 problems.add(
                     .zipEntryTypeMismatch, path: name,
-                    "a folder entry (its name ends with '/') that holds \(entry.uncompressedSize) bytes of data, which readers drop or write differently; \(rebuild)")
+                    "a folder entry (its name ends with '/') that holds \(entry.uncompressedSize) bytes of data, which readers drop or write differently; \(rebuild)"
+                )
             }
         }
 
         mutating func checkMethodAndEncryption(_ entry: ZipEntryFacts, local: ZipLocalHeader, name: String) {
             let encrypted =
                 (entry.flags | local.flags) & 0x0041 != 0 || entry.flags & 0x2000 != 0 || entry.method == 99 || local.method == 99
-                || [entry.extra, local.extra].contains { $0.first(ZipDirectory.aesID) != nil || $0.first(ZipDirectory.strongEncryptionID) != nil }
+                || [entry.extra, local.extra].contains {
+                    $0.first(ZipDirectory.aesID) != nil || $0.first(ZipDirectory.strongEncryptionID) != nil
+                }
             if encrypted {
                 problems.add(.encrypted, path: name, "the entry is encrypted; ship hosted content unencrypted (\(rebuild))")
             } else if entry.method != 0 && entry.method != 8 {
                 problems.add(
                     .zipUnsupportedMethod, path: name,
-                    "compressed with \(Self.methodName(entry.method)): the zip readers apps use read only stored and deflate; \(rebuild)")
+                    "compressed with \(Self.methodName(entry.method)): the zip readers apps use read only stored and deflate; \(rebuild)"
+                )
             }
         }
 
@@ -144,27 +156,37 @@ enum ZipStructureCheck {
             }
             if !local.hasDataDescriptor {
                 if local.crc32 != entry.crc32 { differences.append("CRC-32") }
-                if local.compressedSize != entry.compressedSize { differences.append("compressed size \(local.compressedSize) (central: \(entry.compressedSize))") }
-                if local.uncompressedSize != entry.uncompressedSize { differences.append("size \(local.uncompressedSize) (central: \(entry.uncompressedSize))") }
+                if local.compressedSize != entry.compressedSize {
+                    differences.append("compressed size \(local.compressedSize) (central: \(entry.compressedSize))")
+                }
+                if local.uncompressedSize != entry.uncompressedSize {
+                    differences.append("size \(local.uncompressedSize) (central: \(entry.uncompressedSize))")
+                }
             }
             guard !differences.isEmpty else { return }
             problems.add(
                 .zipHeaderMismatch, path: name,
-                "the local header disagrees with the central directory on the \(differences.joined(separator: ", ")): readers that use one unpack something else than those that use the other; \(rebuild)")
+                "the local header disagrees with the central directory on the \(differences.joined(separator: ", ")): readers that use one unpack something else than those that use the other; \(rebuild)"
+            )
         }
 
         /// A zip64 field that no 32-bit field needs, one that lacks a value, or a value that fits in 32 bits.
         mutating func checkSixtyFour(_ entry: ZipEntryFacts, local: ZipLocalHeader, name: String) {
             for (header, values) in [("central", entry.zip64), ("local", local.zip64)] {
                 guard let values else { continue }
-                let fits = [values.uncompressedSize, values.compressedSize, values.localHeaderOffset].contains { ($0 ?? .max) < 0xffff_ffff }
+                let fits =
+                    [values.uncompressedSize, values.compressedSize, values.localHeaderOffset].contains {
+                        ($0 ?? .max) < 0xffff_ffff
+                    }
                     || (values.diskStart ?? .max) < 0xffff
                 let reason: String? =
-                    if values.isMissingValues { "a saturated 32-bit field has no value in the zip64 field" }
-                    else if values.surplusBytes > 0 { "the zip64 field holds \(values.surplusBytes) bytes more than its 32-bit fields call for" }
-                    else if values.saturatedFields == 0 { "a zip64 field where every value fits in the 32-bit fields" }
-                    else if fits { "a zip64 value that fits in its 32-bit field" }
-                    else { nil }
+                    if values.isMissingValues {
+                        "a saturated 32-bit field has no value in the zip64 field"
+                    } else if values.surplusBytes > 0 {
+                        "the zip64 field holds \(values.surplusBytes) bytes more than its 32-bit fields call for"
+                    } else if values.saturatedFields == 0 {
+                        "a zip64 field where every value fits in the 32-bit fields"
+                    } else if fits { "a zip64 value that fits in its 32-bit field" } else { nil }
                 if let reason {
                     problems.add(
                         .zipSixtyFourMismatch, path: name,
@@ -182,7 +204,8 @@ enum ZipStructureCheck {
             if let end = directory.end, directory.defects.isEmpty, UInt64(directory.entryCount) != directory.declaredEntries {
                 problems.add(
                     .corrupt, path: "",
-                    "the end record declares \(directory.declaredEntries) entries but the central directory holds \(directory.entryCount) (\(end.centralDirectorySize) bytes); rebuild the archive")
+                    "the end record declares \(directory.declaredEntries) entries but the central directory holds \(directory.entryCount) (\(end.centralDirectorySize) bytes); rebuild the archive"
+                )
             }
             checkSixtyFourEnd(directory)
             checkOverlaps(directory)
@@ -197,12 +220,17 @@ enum ZipStructureCheck {
             guard let end = directory.end, let sixtyFour = directory.zip64End else { return }
             var reasons: [String] = []
             if !end.isSaturated { reasons.append("the 32-bit end record holds every value, so no zip64 end record is needed") }
-            if end.totalEntries != 0xffff && UInt64(end.totalEntries) != sixtyFour.totalEntries { reasons.append("the entry counts differ") }
-            if end.entriesOnDisk != 0xffff && UInt64(end.entriesOnDisk) != sixtyFour.entriesOnDisk { reasons.append("the per-disk entry counts differ") }
+            if end.totalEntries != 0xffff && UInt64(end.totalEntries) != sixtyFour.totalEntries {
+                reasons.append("the entry counts differ")
+            }
+            if end.entriesOnDisk != 0xffff && UInt64(end.entriesOnDisk) != sixtyFour.entriesOnDisk {
+                reasons.append("the per-disk entry counts differ")
+            }
             if end.centralDirectorySize != 0xffff_ffff && UInt64(end.centralDirectorySize) != sixtyFour.centralDirectorySize {
                 reasons.append("the central directory sizes differ")
             }
-            if end.centralDirectoryOffset != 0xffff_ffff && UInt64(end.centralDirectoryOffset) != sixtyFour.centralDirectoryOffset {
+            if end.centralDirectoryOffset != 0xffff_ffff && UInt64(end.centralDirectoryOffset) != sixtyFour.centralDirectoryOffset
+            {
                 reasons.append("the central directory offsets differ")
             }
             if (end.totalEntries == 0xffff && sixtyFour.totalEntries < 0xffff)
@@ -214,14 +242,17 @@ enum ZipStructureCheck {
             if sixtyFour.adjacentOffset < 0 || sixtyFour.recordOffset != UInt64(sixtyFour.adjacentOffset) {
                 reasons.append("the locator points away from the record just before it")
             }
-            if sixtyFour.diskNumber != 0 || sixtyFour.centralDirectoryDisk != 0 || sixtyFour.locatorDisk != 0 || sixtyFour.totalDisks > 1 {
+            if sixtyFour.diskNumber != 0 || sixtyFour.centralDirectoryDisk != 0 || sixtyFour.locatorDisk != 0
+                || sixtyFour.totalDisks > 1
+            {
                 reasons.append("it describes a multi-disk archive")
             }
             if sixtyFour.entriesOnDisk != sixtyFour.totalEntries { reasons.append("its entry counts differ") }
             guard !reasons.isEmpty else { return }
             problems.add(
                 .zipSixtyFourMismatch, path: "",
-                "the zip64 end record disagrees with the end record (\(reasons.joined(separator: "; "))): zip readers disagree on such records; \(rebuild)")
+                "the zip64 end record disagrees with the end record (\(reasons.joined(separator: "; "))): zip readers disagree on such records; \(rebuild)"
+            )
         }
 
         /// Entries whose bytes overlap or are shared, or run into the central directory.
@@ -234,9 +265,12 @@ enum ZipStructureCheck {
                     let shares = span.range.lowerBound == previous.start
                     problems.add(
                         .zipOverlappingEntries, path: names.name(at: span.index),
-                        "its bytes \(shares ? "are the same as" : "overlap") those of '\(names.name(at: previous.index))': readers that follow the central directory unpack data that others see once or not at all; \(rebuild)")
+                        "its bytes \(shares ? "are the same as" : "overlap") those of '\(names.name(at: previous.index))': readers that follow the central directory unpack data that others see once or not at all; \(rebuild)"
+                    )
                 }
-                if reach == nil || span.range.upperBound > (reach?.end ?? 0) { reach = (span.range.upperBound, span.index, span.range.lowerBound) }
+                if reach == nil || span.range.upperBound > (reach?.end ?? 0) {
+                    reach = (span.range.upperBound, span.index, span.range.lowerBound)
+                }
             }
             if let reach, directory.defects.isEmpty, reach.end > directory.centralDirectoryOffset {
                 problems.add(
