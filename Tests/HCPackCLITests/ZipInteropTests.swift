@@ -24,9 +24,12 @@ func filesUnder(_ root: String) -> [String: [UInt8]] {
 }
 
 /// The zip readers compared with `hcpack install`: what apps use (minizip, which SSZipArchive descends from)
-/// and the reference readers (Info-ZIP unzip, Python's zipfile).
+/// and the reference readers (Info-ZIP unzip, Python's zipfile, and Go's archive/zip where Go is installed).
 enum ZipReader: String, CaseIterable, Sendable {
-    case unzip, zipfile, miniunzip
+    case unzip, zipfile, miniunzip, go
+
+    /// The readers this machine has: `make deps` installs unzip, minizip and python3; Go is optional.
+    static let available: [ZipReader] = allCases.filter { $0 != .go || goExtractor != nil }
 
     /// Extracts `archive` into the empty folder `into`; false when the reader failed.
     func extract(_ archive: String, into folder: String) -> (ok: Bool, output: String) {
@@ -38,9 +41,66 @@ enum ZipReader: String, CaseIterable, Sendable {
                 "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])", arguments: [archive, folder],
                 in: folder)
         case .miniunzip: result = run("miniunzip", ["-x", "-o", archive, "-d", folder], in: folder)
+        case .go: result = Self.goExtractor.map { run($0, [archive, folder]) } ?? (127, "go is not installed")
         }
         return (result.status == 0, result.output)
     }
+
+    /// A small extractor built once with Go's archive/zip (every file by its name, as Go reads it); nil without Go.
+    static let goExtractor: String? = {
+        guard run("go", ["version"]).status == 0 else { return nil }
+        // One fixed folder, reused by later runs (the source is fixed too), so no run leaves a folder behind.
+        let folder = NSTemporaryDirectory() + "/hcpack-goextract-v1-\(getuid())"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let source = """
+            package main
+
+            import (
+            \t"archive/zip"
+            \t"io"
+            \t"os"
+            \t"path/filepath"
+            \t"strings"
+            )
+
+            func main() {
+            \tr, err := zip.OpenReader(os.Args[1])
+            \tif err != nil {
+            \t\tpanic(err)
+            \t}
+            \tfor _, f := range r.File {
+            \t\ttarget := filepath.Join(os.Args[2], f.Name)
+            \t\tif strings.HasSuffix(f.Name, "/") {
+            \t\t\tos.MkdirAll(target, 0o755)
+            \t\t\tcontinue
+            \t\t}
+            \t\tos.MkdirAll(filepath.Dir(target), 0o755)
+            \t\tin, err := f.Open()
+            \t\tif err != nil {
+            \t\t\tpanic(err)
+            \t\t}
+            \t\tout, err := os.Create(target)
+            \t\tif err != nil {
+            \t\t\tpanic(err)
+            \t\t}
+            \t\tif _, err := io.Copy(out, in); err != nil {
+            \t\t\tpanic(err)
+            \t\t}
+            \t\tout.Close()
+            \t\tin.Close()
+            \t}
+            }
+
+            """
+        FileManager.default.createFile(atPath: folder + "/main.go", contents: Data(source.utf8))
+        let binary = folder + "/goextract"
+        // Built into a new name and renamed, so a concurrent run never executes a half-written binary.
+        let building = binary + "-\(getpid())"
+        guard run("go", ["build", "-o", building, "main.go"], in: folder).status == 0, rename(building, binary) == 0 else {
+            return nil
+        }
+        return binary
+    }()
 }
 
 /// Installs `archive` and unpacks it with every reader; returns each disagreement (empty when they all agree)
@@ -55,7 +115,7 @@ func readerDisagreements(_ archive: String, in folder: TemporaryFolder) -> (disa
     guard installed.status == 0 else { return (["install failed: \(installed.stdout)\(installed.stderr)"], 0) }
     let placed = filesUnder(dest).filter { !$0.key.hasPrefix(".hcpack/") && $0.key != ".hcpack" }
     var trees: [(ZipReader, [String: [UInt8]])] = []
-    for reader in ZipReader.allCases {
+    for reader in ZipReader.available {
         let out = folder.url("interop-\(reader.rawValue)")
         folder.makeFolder("interop-\(reader.rawValue)")
         let (ok, output) = reader.extract(archive, into: out)
@@ -81,7 +141,7 @@ func readerDisagreements(_ archive: String, in folder: TemporaryFolder) -> (disa
         }
         if let first = trees.first, first.1 != tree { found.append("\(reader) and \(first.0) unpacked different trees") }
     }
-    for name in ["interop-dest"] + ZipReader.allCases.map({ "interop-\($0.rawValue)" }) { folder.remove(name) }
+    for name in ["interop-dest"] + ZipReader.available.map({ "interop-\($0.rawValue)" }) { folder.remove(name) }
     return (found, placed.count)
 }
 
@@ -121,7 +181,7 @@ let interopBuilds: [(name: String, arguments: [String])] = [
 @Suite("zip interop: what verify approves, every reader unpacks as install does")
 struct ZipInteropTests {
     @Test(
-        "Packages hcpack build makes unpack the same in unzip, zipfile and miniunzip as with hcpack install",
+        "Packages hcpack build makes unpack the same in unzip, zipfile, miniunzip (and Go) as with hcpack install",
         arguments: interopBuilds.map(\.name))
     func builtPackages(_ name: String) throws {
         let arguments = try #require(interopBuilds.first { $0.name == name }?.arguments)
