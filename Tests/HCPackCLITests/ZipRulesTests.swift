@@ -140,6 +140,11 @@ let zipRuleCases: [ZipRuleCase] = {
         ZipRuleCase(
             "an extra field running past the extra area", "archive.corrupt",
             .package([entry("Contents/b.json") { $0.centralExtra = le16(0xcafe) + le16(40) + [1, 2, 3] }])),
+        ZipRuleCase(
+            "bytes before the zip, offsets not moved (a self-extractor's stub)", "archive.corrupt",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.close(); d = open(out, 'rb').read(); open(out, 'wb').write(b'MZ' + bytes(98) + d)"
+        ),
         ZipRuleCase("a zip64 central value that fits in 32 bits", "zip.zip64-mismatch", sixtyFourUnneeded),
         ZipRuleCase("a zip64 end record where none is needed", "zip.zip64-mismatch", endNotNeeded),
         ZipRuleCase("a zip64 end record that disagrees", "zip.zip64-mismatch", endInconsistent),

@@ -69,3 +69,27 @@ struct BuildZipRulesTests {
         #expect(entries.contains { $0.method == 8 } == (variant.compression != .store))
     }
 }
+
+@Suite("zip64 where it is needed is fine")
+struct NeededZip64Tests {
+    @Test("65,537 entries need a zip64 end record: consistent records are approved, with no zip problem")
+    func manyEntries() throws {
+        let folder = TemporaryFolder()
+        let made = python(
+            """
+            import plistlib, sys, zipfile
+            files = ['%05d' % i for i in range(65535)]
+            info = {'IAPProductIdentifier': 'com.example.many', 'ContentVersion': '1.0', 'Files': files}
+            with zipfile.ZipFile(sys.argv[1], 'w') as z:
+                z.writestr('ContentInfo.plist', plistlib.dumps(info))
+                z.writestr(zipfile.ZipInfo('Contents/'), b'')
+                for name in files: z.writestr('Contents/' + name, b'')
+            """, arguments: [folder.url("many.zip")], in: folder.path)
+        try #require(made.status == 0, "\(made.output)")
+        let (directory, _) = try ZipDirectory.entries(path: folder.url("many.zip"))
+        #expect(directory.zip64End?.totalEntries == 65_537 && directory.end?.totalEntries == 0xffff)
+        let report = try Verifier.verify(folder.url("many.zip"))
+        #expect(report.problems.problems.isEmpty, "\(report.problems.problems.prefix(5))")
+        #expect(report.contentFileCount == 65_535)
+    }
+}
