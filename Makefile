@@ -4,10 +4,11 @@ SWIFT ?= swift
 # Release builds link the Swift runtime and Foundation in: the binary then runs on machines without a Swift
 # toolchain (CI images), starts in 10 ms instead of 22 and has 5 MiB less resident (bench/README.md).
 BUILD_FLAGS ?= -c release --static-swift-stdlib
-# Libraries hcpack links, plus the tools the tests and demo use to make and check archives, and to check the
-# generated man page (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
+# Libraries hcpack links, plus the tools the tests and demo use to make and check archives (and the zip readers
+# the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
+# (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
 # golang.org/x/mod/sumdb/note for the signing interop tests.
-DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
+DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
   openssl golang-go golang-golang-x-mod-dev
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 

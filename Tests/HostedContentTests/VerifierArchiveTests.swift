@@ -5,7 +5,8 @@ import Testing
 
 /// Archive formats that hcpack reads, each made by an independent tool.
 let archiveMakers: [(name: String, command: [String])] = [
-    ("zip", ["zip", "-qrX", "OUT", "."]),
+    // libarchive marks non-ASCII names UTF-8 (bit 11) in a UTF-8 locale; Debian's Info-ZIP does not (see below).
+    ("zip", ["env", "LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "-cf", "OUT", "."]),
     ("tar", ["bsdtar", "-cf", "OUT", "."]),
     ("tar.gz", ["bsdtar", "-czf", "OUT", "."]),
     ("tar.bz2", ["bsdtar", "-cjf", "OUT", "."]),
@@ -35,10 +36,21 @@ struct VerifierArchiveTests {
     func singleTopFolder() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "levels-1.0")
-        run("zip", ["-qrX", folder.url("p.zip"), "levels-1.0"], in: folder.path)
+        run("env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "-cf", folder.url("p.zip"), "levels-1.0"], in: folder.path)
         let report = try Verifier.verify(folder.url("p.zip"))
         #expect(report.problems.problems.isEmpty, "\(report.problems.problems)")
         #expect(report.snapshot.rootFolder == "levels-1.0")
+    }
+
+    @Test("Info-ZIP's zip stores a non-ASCII name without the UTF-8 flag: refused, since readers decode it differently")
+    func infoZipNonASCII() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let zipped = run("zip", ["-qrX", folder.url("p.zip"), "."], in: folder.url("pkg"))
+        try #require(zipped.status == 0, "\(zipped.output)")
+        let report = try Verifier.verify(folder.url("p.zip"))
+        #expect(report.problems.problems.map(\.rule) == [.zipUnportableName], "\(report.problems.problems)")
+        #expect(report.problems.problems.first?.path == "Contents/art/Café.txt")
     }
 
     @Test("Two package roots in one archive are refused")

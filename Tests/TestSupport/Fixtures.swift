@@ -62,10 +62,10 @@ public func run(_ executable: String, _ arguments: [String], in directory: Strin
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
-/// Runs a Python script (fixtures that need exact archive bytes).
+/// Runs a Python script (fixtures that need exact archive bytes); `arguments` are `sys.argv[1:]`.
 @discardableResult
-public func python(_ script: String, in directory: String) -> (status: Int32, output: String) {
-    run("python3", ["-c", script], in: directory)
+public func python(_ script: String, arguments: [String] = [], in directory: String) -> (status: Int32, output: String) {
+    run("python3", ["-c", script] + arguments, in: directory)
 }
 
 /// XML for a ContentInfo.plist with the given keys (values already XML).
@@ -113,8 +113,18 @@ public func writeValidPackage(in folder: TemporaryFolder, root: String = "", fil
             """))
 }
 
-/// Zips the contents of `source` (relative to it) into `archive` with Info-ZIP.
+/// Zips the contents of `source` (relative to it, folders included) into `archive` with Python's zipfile, which
+/// marks non-ASCII names UTF-8 (Debian's Info-ZIP does not, and verify refuses such names: zip.unportable-name).
 public func zipFolder(_ source: String, to archive: String) {
-    let result = run("zip", ["-qrXy", archive, "."], in: source)
-    #expect(result.status == 0, "zip failed: \(result.output)")
+    let result = python(
+        """
+        import os, sys, zipfile
+        with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
+            for root, dirs, files in os.walk('.'):
+                dirs.sort()
+                for name in sorted(dirs) + sorted(files):
+                    path = os.path.join(root, name)[2:]
+                    z.write(path, path + '/' if os.path.isdir(path) else path)
+        """, arguments: [archive], in: source)
+    #expect(result.status == 0, "zipfile failed: \(result.output)")
 }

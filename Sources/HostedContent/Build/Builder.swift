@@ -515,6 +515,15 @@ public enum Builder {
             }
         }
         try sink.finish()
+        if plan.format == .zip {
+            // Read back the zip's records: what verify and install will check, checked before the output exists.
+            let found = try ZipStructureCheck.problems(file: temporary, bytes: nil, limits: options.verify.limits.archive)
+            if let first = found.problems.first {
+                throw HCPackError(
+                    .io, "\(output): the zip written breaks \(first.rule.rawValue) (\(first.message)); nothing was written, report this as a bug",
+                    path: output)
+            }
+        }
 
         let (outputBytes, digest): (Int64, String?) =
             if let archive = sink as? ArchiveSink {

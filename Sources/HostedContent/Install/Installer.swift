@@ -250,29 +250,11 @@ private final class InstallSession {
     }
 
     /// Streams the archive into staging and runs the rules; the snapshot lives only as long as this call.
+    /// The verdict is verify's, unchanged: install refuses exactly the packages `verify` reports invalid.
     func readAndCheck(_ archive: String, staging: StagingArea) throws(HCPackError) -> VerificationReport {
         let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
         staging.startSynchronizing()
-        return Self.installReport(Verifier.check(snapshot, options: options.verify))
-    }
-
-    /// Verify's report, with some problems that only warn for verify made errors: install writes regular
-    /// files only, so a package relying on a link would arrive incomplete; and a setuid or setgid entry has
-    /// no innocent reason to be in hosted content (world-writable modes, common from sloppy zip tools, stay
-    /// warnings: installed files get 0644 anyway).
-    static func installReport(_ report: VerificationReport) -> VerificationReport {
-        var setID: Set<ExactPath> = []
-        for entry in report.snapshot.entries where entry.permissions & 0o6000 != 0 { setID.insert(ExactPath(entry.path)) }
-        var problems = ProblemList()
-        for problem in report.problems.problems {
-            let refused =
-                problem.rule == .symlink || problem.rule == .hardlink
-                || (problem.rule == .unsafePermissions && setID.contains(ExactPath(problem.path)))
-            problems.add(problem.rule, path: problem.path, problem.message, severity: refused ? .error : problem.severity)
-        }
-        var copy = report
-        copy.problems = problems
-        return copy
+        return Verifier.check(snapshot, options: options.verify)
     }
 
     struct Package {

@@ -226,7 +226,7 @@ public enum PackageScanner {
     public static func scanArchive(
         bytes: [UInt8], name: String = "input", limits: ReadLimits = ReadLimits()
     ) throws(HCPackError) -> PackageSnapshot {
-        try readArchive(origin: name, file: nil, limits: limits, staging: nil) { () throws(ArchiveError) in
+        try readArchive(origin: name, file: nil, bytes: bytes, limits: limits, staging: nil) { () throws(ArchiveError) in
             try ArchiveReader(bytes: bytes, limits: limits.archive)
         }
     }
@@ -241,9 +241,9 @@ public enum PackageScanner {
     }
 
     /// The one archive scan every entry point shares; `open` makes the reader, `file` is the archive's path
-    /// when it is a file (for the zip end-record checks).
+    /// when it is a file and `bytes` the archive when it is in memory (for the zip structure checks).
     private static func readArchive(
-        origin path: String, file: String?, limits: ReadLimits, staging: StagingArea?,
+        origin path: String, file: String?, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
         open: () throws(ArchiveError) -> ArchiveReader
     ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
@@ -304,6 +304,14 @@ public enum PackageScanner {
                 collector.problems.add(
                     .corrupt, path: "",
                     "\(end.trailingBytes) bytes follow the end of the zip; other extractors may read them as another archive, rebuild it")
+            }
+        }
+        if format.hasPrefix("ZIP") {
+            // One verdict for every zip reader: the zip.* rules, from the central directory and local headers.
+            let found = try ZipStructureCheck.problems(file: file, bytes: bytes, limits: limits.archive)
+            let reported = Set(collector.problems.problems.map { "\($0.rule.rawValue) \($0.path)" })
+            for problem in found.problems where !reported.contains("\(problem.rule.rawValue) \(problem.path)") {
+                collector.problems.add(problem.rule, path: problem.path, problem.message)
             }
         }
         return collector.snapshot(path: path, format: format, complete: complete)

@@ -45,6 +45,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case longPath = "content.long-path"
     case tooLarge = "content.too-large"
     case unsafePermissions = "content.unsafe-permissions"
+    case reservedName = "content.reserved-name"
 
     // The archive that carries the package.
     case unsafePath = "archive.unsafe-path"
@@ -55,6 +56,17 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case multipleRoots = "archive.multiple-roots"
     case compressionRatio = "archive.compression-ratio"
     case limitExceeded = "archive.limit-exceeded"
+
+    // The zip structure every zip reader works from (ZipStructureCheck).
+    case zipHeaderMismatch = "zip.header-mismatch"
+    case zipOverlappingEntries = "zip.overlapping-entries"
+    case zipDuplicateName = "zip.duplicate-name"
+    case zipUnportableName = "zip.unportable-name"
+    case zipUnicodePathMismatch = "zip.unicode-path-mismatch"
+    case zipUnsupportedMethod = "zip.unsupported-method"
+    case zipAppleDouble = "zip.apple-double"
+    case zipSixtyFourMismatch = "zip.zip64-mismatch"
+    case zipEntryTypeMismatch = "zip.entry-type-mismatch"
 
     // Recorded sizes and digests (the HCPackIntegrity key).
     case integrityMalformed = "integrity.malformed"
@@ -129,6 +141,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .longPath: "A name component over 255 bytes or a path over 1024 bytes."
         case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size)."
         case .unsafePermissions: "A setuid, setgid or world-writable entry (installed files get 0644/0755)."
+        case .reservedName: "A path under Contents/.hcpack/, the folder where hcpack install keeps its records in DEST."
         case .unsafePath: "An archive entry name that is absolute, has '..', a backslash or a drive letter."
         case .duplicateEntry: "Two archive entries with the same name, or a file and a folder with one name."
         case .encrypted: "An encrypted archive entry."
@@ -137,6 +150,15 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .multipleRoots: "The archive holds more than one package root, or no recognisable root."
         case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb)."
         case .limitExceeded: "The archive exceeds an entry-count or size limit."
+        case .zipHeaderMismatch: "A zip entry's local header disagrees with its central directory record (name, method, CRC-32, sizes, encryption)."
+        case .zipOverlappingEntries: "Zip entries whose bytes overlap or are shared, or run into the central directory."
+        case .zipDuplicateName: "The zip's central directory names the same path twice."
+        case .zipUnportableName: "A zip entry name with a backslash, a NUL, or non-ASCII bytes without the UTF-8 flag."
+        case .zipUnicodePathMismatch: "A zip entry's Unicode Path extra field (0x7075) does not match its name."
+        case .zipUnsupportedMethod: "A zip entry compressed with a method other than stored or deflate."
+        case .zipAppleDouble: "A macOS AppleDouble entry (__MACOSX/ or ._*) in a zip, which zip readers unpack as files."
+        case .zipSixtyFourMismatch: "A zip64 record where none is needed, or one that disagrees with the 32-bit fields."
+        case .zipEntryTypeMismatch: "A zip entry whose attributes say folder but whose name does not end with '/', or a folder entry with data."
         case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
         case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."

@@ -54,6 +54,8 @@ public struct VerificationReport: Sendable {
 public enum Verifier {
     static let contentsFolder = "Contents"
     static let contentsPrefix = "Contents/"
+    /// Where install keeps its records in DEST, as a path in the package.
+    static let reservedPrefix = contentsPrefix + Installer.metadataFolder + "/"
 
     /// Verifies a package folder or archive.
     /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
@@ -344,6 +346,11 @@ private struct RuleChecker {
             if !entry.nameIsUTF8 {
                 problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
             }
+            if path.hasPrefix(Verifier.reservedPrefix) && path.split(separator: "/").count > 2 && entry.kind != .directory {
+                problems.add(
+                    .reservedName, path: path,
+                    "install would place it in DEST/\(Installer.metadataFolder)/, where hcpack keeps its records; rename that folder")
+            }
             if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {
                 problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
             }
@@ -364,7 +371,13 @@ private struct RuleChecker {
                 break
             }
             if entry.permissions & 0o6000 != 0 || (entry.permissions & 0o002 != 0 && entry.kind != .symlink) {
-                problems.add(.unsafePermissions, path: path, String(format: "mode %04o is setuid, setgid or world-writable; installed files get 0644 or 0755", entry.permissions))
+                // In an archive, setuid or setgid has no innocent reason to be there: install refuses it.
+                let setID = isArchive && entry.permissions & 0o6000 != 0
+                problems.add(
+                    .unsafePermissions, path: path,
+                    String(format: "mode %04o is setuid, setgid or world-writable; installed files get 0644 or 0755", entry.permissions)
+                        + (setID ? ", and install refuses setuid and setgid entries: store the file with mode 0644 (rebuild with hcpack build)" : ""),
+                    severity: setID ? .error : nil)
             }
             switch entry.kind {
             case .symlink:
@@ -372,14 +385,23 @@ private struct RuleChecker {
                 if PackagePath.resolveLink(target: target, from: path) == nil {
                     problems.add(.symlinkEscapes, path: path, "symlink to '\(target)' points outside the package; replace it with the file itself")
                 } else {
-                    problems.add(.symlink, path: path, "symlink to '\(target)'; installers copy regular files, so replace it with the file itself")
+                    // An archive is what install and the apps' zip readers unpack: they would not agree on a link.
+                    problems.add(
+                        .symlink, path: path,
+                        "symlink to '\(target)'; installers copy regular files, so replace it with the file itself"
+                            + (isArchive ? " (install refuses links in an archive; hcpack build stores files)" : ""),
+                        severity: isArchive ? .error : nil)
                 }
             case .hardlink:
                 let target = entry.linkTarget ?? "/"
                 if target.hasPrefix("/") || PackagePath.unsafeArchiveNameReason(target) != nil || self.entry(target) == nil {
                     problems.add(.hardlinkEscapes, path: path, "hard link to '\(target)', which is not an entry of this package; store the file itself")
                 } else {
-                    problems.add(.hardlink, path: path, "hard link to '\(target)'; store the file itself so every extractor gets a regular file")
+                    problems.add(
+                        .hardlink, path: path,
+                        "hard link to '\(target)'; store the file itself so every extractor gets a regular file"
+                            + (isArchive ? " (install refuses links in an archive)" : ""),
+                        severity: isArchive ? .error : nil)
                 }
             case .device, .fifo, .socket, .unknown:
                 problems.add(.specialFile, path: path, "a \(entry.kind.noun) cannot be hosted content; remove it")
@@ -399,6 +421,12 @@ private struct RuleChecker {
         if totalBytes > options.maxSize {
             problems.add(.tooLarge, path: "", "the content is \(totalBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
         }
+    }
+
+    /// Whether the package is an archive: what install unpacks, so every problem install refuses is an error.
+    var isArchive: Bool {
+        if case .archive = snapshot.origin { return true }
+        return false
     }
 
     /// The first folder of `path` that is a symlink entry, if any.

@@ -1,0 +1,243 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A zip that the readers apps use would unpack differently from hcpack, and the rule that refuses it.
+struct ZipRuleCase: CustomStringConvertible, Sendable {
+    let name: String
+    let rule: String
+    /// Writes the archive at the given path.
+    let make: @Sendable (String) -> Void
+
+    var description: String { name }
+
+    /// A case written by the byte-level writer.
+    init(_ name: String, _ rule: String, _ zip: RawZip) {
+        self.name = name
+        self.rule = rule
+        self.make = { zip.write(to: $0) }
+    }
+
+    /// A case written by Python (`out` is the path; `base(z)` adds a valid package to a ZipFile).
+    init(_ name: String, _ rule: String, python script: String) {
+        self.name = name
+        self.rule = rule
+        self.make = { path in
+            let program = """
+                import zipfile, struct, sys
+                out = sys.argv[1]
+                plist = b'<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>IAPProductIdentifier</key><string>com.example.zip</string><key>ContentVersion</key><string>1.0</string><key>Files</key><array><string>a.json</string></array></dict></plist>'
+                def base(z):
+                    z.writestr('ContentInfo.plist', plist)
+                    z.writestr('Contents/a.json', b'{}')
+                \(script)
+                """
+            let made = run("python3", ["-c", program, path])
+            #expect(made.status == 0, "fixture script failed: \(made.output)")
+        }
+    }
+}
+
+/// Every zip rule, with a zip made for it (the issue's list: #18 item 4 and #19).
+let zipRuleCases: [ZipRuleCase] = {
+    var overlap = RawZip.package([])
+    let hidden = RawZipEntry("Contents/c.json", "{\"hidden\": 1}")
+    overlap.entries.append(RawZipEntry("Contents/b.json", hidden.localRecord()))
+    var pointing = hidden
+    pointing.pointsIntoDataOf = 2
+    overlap.entries.append(pointing)
+
+    var shared = RawZip.package([RawZipEntry("Contents/b.json", "{}")])
+    shared.entries[2].sharesLocalOf = 1
+    shared.entries[2].localName = Array("Contents/a.json".utf8)  // the record it shares names a.json
+
+    func entry(_ name: String, _ change: (inout RawZipEntry) -> Void) -> RawZipEntry {
+        var entry = RawZipEntry(name, "{\"x\": 1}")
+        change(&entry)
+        return entry
+    }
+    let sixtyFourUnneeded = RawZip.package([
+        entry("Contents/b.json") {
+            $0.centralUncompressedSize = 0xffff_ffff
+            $0.centralExtra = RawZip.extraField(0x0001, le64(8))
+        }
+    ])
+    var endNotNeeded = RawZip.package([])
+    endNotNeeded.zip64End = true
+    var endInconsistent = RawZip.package([])
+    endInconsistent.zip64End = true
+    endInconsistent.saturateEnd = true
+    endInconsistent.zip64EntryCountDelta = 1
+
+    return [
+        ZipRuleCase(
+            "central and local names differ (Master Key)", "zip.header-mismatch",
+            .package([entry("Contents/../xt") { $0.localName = Array("Contents/b.json".utf8) }])),
+        ZipRuleCase(
+            "central and local methods differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localMethod = 8 }])
+        ),
+        ZipRuleCase(
+            "central and local sizes differ", "zip.header-mismatch",
+            .package([entry("Contents/b.json") { $0.localUncompressedSize = 3 }])),
+        ZipRuleCase(
+            "central and local CRC-32 differ", "zip.header-mismatch", .package([entry("Contents/b.json") { $0.localCRC32 = 7 }])),
+        ZipRuleCase(
+            "encryption flag only in the local header", "zip.header-mismatch",
+            .package([entry("Contents/b.json") { $0.localFlags = 1 }])),
+        ZipRuleCase("an entry hidden in another's data", "zip.overlapping-entries", overlap),
+        ZipRuleCase("two records sharing one local header", "zip.overlapping-entries", shared),
+        ZipRuleCase(
+            "the central directory names a path twice", "zip.duplicate-name",
+            .package([RawZipEntry("Contents/a.json", "{\"second\": true}")])),
+        ZipRuleCase("a backslash in a name", "zip.unportable-name", .package([entry("Contents\\b.json") { _ in }])),
+        ZipRuleCase(
+            "a NUL in a name", "zip.unportable-name",
+            .package([RawZipEntry(rawName: Array("Contents/b.json\u{0}.txt".utf8), [0x7b, 0x7d])])),
+        ZipRuleCase(
+            "a non-ASCII name without the UTF-8 flag", "zip.unportable-name",
+            .package([entry("Contents/世界.json") { $0.flags = 0 }])),
+        ZipRuleCase(
+            "a Unicode Path field naming another file", "zip.unicode-path-mismatch",
+            .package([entry("Contents/b.json") { $0.centralExtra = RawZip.unicodePath(headerName: $0.name, "Contents/c.json") }])),
+        ZipRuleCase(
+            "bzip2 (zipfile)", "zip.unsupported-method",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_BZIP2); z.close()"
+        ),
+        ZipRuleCase(
+            "LZMA (zipfile)", "zip.unsupported-method",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_LZMA); z.close()"
+        ),
+        ZipRuleCase("zstd (method 93)", "zip.unsupported-method", .package([entry("Contents/b.json") { $0.method = 93 }])),
+        ZipRuleCase("traditional encryption (bit 0)", "archive.encrypted", .package([entry("Contents/b.json") { $0.flags = 1 }])),
+        ZipRuleCase(
+            "AES encryption (method 99)", "archive.encrypted",
+            .package([
+                entry("Contents/b.json") {
+                    $0.method = 99
+                    $0.centralExtra = RawZip.extraField(0x9901, [2, 0, 0x41, 0x45, 3, 8, 0])
+                }
+            ])),
+        ZipRuleCase(
+            "__MACOSX/ beside the package", "zip.apple-double",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('__MACOSX/Contents/._a.json', b'\\0\\5\\26\\7'); z.close()"),
+        ZipRuleCase(
+            "an AppleDouble ._ file in Contents/", "zip.apple-double",
+            python: "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/._a.json', b'\\0\\5\\26\\7'); z.close()"),
+        ZipRuleCase(
+            "a forced zip64 local field (zipfile)", "zip.zip64-mismatch",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z)\nwith z.open('Contents/b.json', 'w', force_zip64=True) as f: f.write(b'{}')\nz.close()"
+        ),
+        ZipRuleCase(
+            "folder attributes on a name without '/' (zipfile)", "zip.entry-type-mismatch",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/x'); i.create_system = 3; i.external_attr = (0o40755 << 16) | 0x10; z.writestr(i, b'data'); z.close()"
+        ),
+        ZipRuleCase("a folder entry with data", "zip.entry-type-mismatch", .package([RawZipEntry("Contents/d/", "data")])),
+        ZipRuleCase(
+            "an extra field running past the extra area", "archive.corrupt",
+            .package([entry("Contents/b.json") { $0.centralExtra = le16(0xcafe) + le16(40) + [1, 2, 3] }])),
+        ZipRuleCase(
+            "bytes before the zip, offsets not moved (a self-extractor's stub)", "archive.corrupt",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); z.close(); d = open(out, 'rb').read(); open(out, 'wb').write(b'MZ' + bytes(98) + d)"
+        ),
+        ZipRuleCase("a zip64 central value that fits in 32 bits", "zip.zip64-mismatch", sixtyFourUnneeded),
+        ZipRuleCase("a zip64 end record where none is needed", "zip.zip64-mismatch", endNotNeeded),
+        ZipRuleCase("a zip64 end record that disagrees", "zip.zip64-mismatch", endInconsistent),
+        // One verdict: what install refuses, verify reports as an error.
+        ZipRuleCase(
+            "a symlink inside the package", "content.symlink",
+            python:
+                "z = zipfile.ZipFile(out, 'w'); base(z); i = zipfile.ZipInfo('Contents/alias.json'); i.create_system = 3; i.external_attr = 0o120777 << 16; z.writestr(i, b'a.json'); z.close()"
+        ),
+    ]
+}()
+
+@Suite("zip rules: verify and install refuse alike, DEST untouched")
+struct ZipRulesTests {
+    @Test("verify exits 1 naming the rule; install exits 1 and leaves DEST as it was", arguments: zipRuleCases)
+    func refused(_ zipCase: ZipRuleCase) throws {
+        let folder = TemporaryFolder()
+        folder.write("dest/mine.txt", "the user's file")
+        let archive = folder.url("case.zip")
+        zipCase.make(archive)
+        try #require(FileManager.default.fileExists(atPath: archive))
+        let verified = hcpack(["verify", archive])
+        #expect(verified.status == 1, "\(verified.stdout)\(verified.stderr)")
+        #expect(verified.stdout.contains("[\(zipCase.rule)]"), "\(verified.stdout)")
+        let before = treeListing(folder.url("dest"))
+        let installed = hcpack(["install", archive, "--dest", folder.url("dest")])
+        #expect(installed.status == 1, "\(installed.stdout)\(installed.stderr)")
+        #expect(installed.stdout.contains("[\(zipCase.rule)]"), "\(installed.stdout)")
+        #expect(treeListing(folder.url("dest")) == before)
+    }
+
+    @Test(
+        "Each zip rule's problem is an error in the JSON report, with a message that says what to change", arguments: zipRuleCases
+    )
+    func reportedAsError(_ zipCase: ZipRuleCase) throws {
+        let folder = TemporaryFolder()
+        let archive = folder.url("case.zip")
+        zipCase.make(archive)
+        let verified = hcpack(["verify", archive, "--json"])
+        let problems = jsonObject(verified.stdout)?["problems"] as? [[String: Any]] ?? []
+        let mine = problems.filter { $0["rule"] as? String == zipCase.rule }
+        #expect(!mine.isEmpty, "\(verified.stdout)")
+        #expect(mine.allSatisfy { $0["severity"] as? String == "error" })
+        #expect(mine.allSatisfy { ($0["message"] as? String ?? "").count > 20 })
+    }
+
+    @Test("The byte-level writer's own package, unaltered, is valid: each case's refusal is its change alone")
+    func baseIsValid() {
+        let folder = TemporaryFolder()
+        let archive = RawZip.package([]).write(to: folder.url("base.zip"))
+        let verified = hcpack(["verify", archive])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        folder.makeFolder("dest")
+        let installed = hcpack(["install", archive, "--dest", folder.url("dest")])
+        #expect(installed.status == 0, "\(installed.stdout)\(installed.stderr)")
+        #expect(folder.read("dest/a.json") == Array("{}".utf8))
+    }
+}
+
+@Suite("One verdict: install refuses exactly what verify reports invalid")
+struct OneVerdictTests {
+    /// Shapes that verify once only warned about while install refused them.
+    static let shapes = hostileArchives.filter {
+        ["hard link inside", "symlink to itself", "setuid file", "setgid file"].contains($0.name)
+    }
+
+    @Test("verify and install give the same exit status and name the same rule", arguments: shapes)
+    func sameVerdict(_ hostile: HostileArchive) throws {
+        let folder = TemporaryFolder()
+        let made = python(hostile.program, in: folder.path)
+        try #require(made.status == 0, "\(made.output)")
+        let archive = folder.url(hostile.file)
+        let verified = hcpack(["verify", archive])
+        folder.makeFolder("dest")
+        let installed = hcpack(["install", archive, "--dest", folder.url("dest")])
+        #expect(verified.status == 1, "\(verified.stdout)")
+        #expect(installed.status == verified.status, "\(installed.stdout)\(installed.stderr)")
+        #expect(hostile.rules.contains { verified.stdout.contains("[\($0)]") && installed.stdout.contains("[\($0)]") })
+        #expect(treeListing(folder.url("dest")).isEmpty)
+    }
+
+    @Test("A package folder with a symlink still only warns: build leaves the link out, and the built zip installs")
+    func folderSymlinkWarns() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.url("pkg/Contents/alias.json"), withDestinationPath: "index.json")
+        let verified = hcpack(["verify", folder.url("pkg")])
+        #expect(verified.status == 0 && verified.stdout.contains("[content.symlink]"), "\(verified.stdout)")
+        let built = hcpack(["build", folder.url("pkg"), "-o", folder.url("p.zip")])
+        try #require(built.status == 0, "\(built.stdout)\(built.stderr)")
+        folder.makeFolder("dest")
+        #expect(hcpack(["verify", folder.url("p.zip"), "--strict"]).status == 0)
+        #expect(hcpack(["install", folder.url("p.zip"), "--dest", folder.url("dest")]).status == 0)
+    }
+}
