@@ -25,12 +25,15 @@ for flag in $(pkg-config --cflags-only-I libxml-2.0 libarchive libcrypto); do
     COMMON+=(-Xcc "$flag")
 done
 
-# Compiles Sources/<module>/*.swift into one object and a .swiftmodule for the targets to import.
+# Compiles Sources/<module>/**/*.swift (the domain has a folder per capability) into one object and a
+# .swiftmodule for the targets to import.
 module() {
     local name=$1
+    local sources=()
+    mapfile -t sources < <(find "$ROOT/Sources/$name" -name '*.swift' | sort)
     echo "swiftc: module $name" >&2
     "$SWIFTC" "${COMMON[@]}" -wmo -module-name "$name" -emit-module -emit-module-path "$OBJ/$name.swiftmodule" \
-        -c -o "$OBJ/$name.o" "$ROOT"/Sources/"$name"/*.swift
+        -c -o "$OBJ/$name.o" "${sources[@]}"
 }
 
 # Links one fuzz target (fuzz/<Target>.swift) with the module objects it names.
@@ -49,6 +52,7 @@ target() {
 want=${*:-XMLPlistFuzzer BinaryPlistFuzzer ArchiveFuzzer}
 module PropertyList
 if [[ " $want " == *" ArchiveFuzzer "* ]]; then
+    module FileSystemIO
     module ArchiveIO
     module Digest
     module HostedContent
@@ -56,7 +60,7 @@ fi
 for t in $want; do
     case $t in
     XMLPlistFuzzer | BinaryPlistFuzzer) target "$t" PropertyList ;;
-    ArchiveFuzzer) target "$t" PropertyList ArchiveIO Digest HostedContent ;;
+    ArchiveFuzzer) target "$t" PropertyList FileSystemIO ArchiveIO Digest HostedContent ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
     esac
 done

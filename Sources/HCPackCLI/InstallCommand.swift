@@ -99,10 +99,10 @@ struct InstallCommand: Command {
         case .completed(let result):
             if json {
                 context.out(Self.json(result).rendered() + "\n")
-            } else {
-                // Warnings (a package without Files, say) go to stderr even with --quiet: they need a reader.
+            } else if !quiet {
+                // Warnings (a package without Files, say) go to stderr, the summary to stdout.
                 context.err(Self.warnings(result))
-                if !quiet { context.out(Self.text(result, destination: options.destination)) }
+                context.out(Self.text(result, destination: options.destination))
             }
             return ExitCode.success
         }
