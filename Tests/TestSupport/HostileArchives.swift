@@ -73,6 +73,10 @@ public let hostileArchives: [HostileArchive] = [
     HostileArchive("name component over 255 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + 'n' * 300); t.close()"),
     HostileArchive("path over 4096 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + '/'.join(['d' * 200] * 25) + '/x'); t.close()"),
     HostileArchive("folders 600 deep", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + 'd/' * 600 + 'x'); t.close()"),
+    // Issue 18: one pax path of 444,749 bytes took 69 s of CPU while every ancestor prefix was hashed whole.
+    HostileArchive("pax path of 444,749 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, './' + 'a/' * 222373 + 'a'); t.close()"),
+    HostileArchive("pax path of 444 kB under a symlinked folder", rules: ["content.long-path", "archive.unsafe-path"],
+        "t = base_tar(); tar_add(t, 'Contents/l', type=tarfile.SYMTYPE, linkname='x'); tar_add(t, 'Contents/l/' + 'a/' * 222000 + 'a'); t.close()"),
     // GNU tar writes holes as a sparse map: a few KB of archive that unpack to gigabytes of zeros.
     HostileArchive("sparse entry of 10 GiB", rules: ["archive.limit-exceeded"],
         "import subprocess; os.makedirs('src/Contents'); open('src/ContentInfo.plist','wb').write(plist); open('src/Contents/a.json','wb').write(b'{}'); subprocess.run(['truncate','-s','10G','src/Contents/hole.bin'], check=True); subprocess.run(['tar','--sparse','--format=gnu','-cf','../bad.tar','ContentInfo.plist','Contents'], cwd='src', check=True)"),
