@@ -9,7 +9,7 @@ BUILD_FLAGS ?= -c release --static-swift-stdlib
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test install-check bench fuzz install uninstall clean
+.PHONY: all deps build demo test install-check bench bench-pathological fuzz install uninstall clean
 
 all: build
 
@@ -53,6 +53,11 @@ install-check:
 # Not part of `make test`: times hcpack against zip/unzip/bsdtar/sha256sum (SCALE=8, MANY_SMALL=1, REPS=N).
 bench: build
 	HCPACK="$(BIN_DIR)/hcpack" python3 bench/run.py
+	HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
+
+# Only the pathological inputs of issue 18 (a few seconds; bench/README.md).
+bench-pathological: build
+	HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
 
 # Not part of `make test`: builds the libFuzzer targets and runs each for FUZZ_SECONDS (docs/fuzzing.md).
 FUZZ_SECONDS ?= 60

@@ -6,7 +6,7 @@ struct InspectCommand: Command {
     static let spec = CommandSpec(
         name: "inspect",
         summary: "Show a package's identity, plist keys, files with sizes and SHA-256, and totals.",
-        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [OptionSpec("json", help: "Print one JSON object on stdout.")],
         discussion: """
             Every file is read and hashed. For archives the compression ratio is archive-level: the archive
