@@ -153,6 +153,6 @@ private final class StallMonitor: Sendable {
         guard count > 0 else { return nil }
         let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
         guard fields.count > 1, let pages = Int64(String(decoding: fields[1], as: UTF8.self)) else { return nil }
-        return pages * Int64(sysconf(Int32(_SC_PAGESIZE)))
+        return pages * Int64(getpagesize())
     }
 }

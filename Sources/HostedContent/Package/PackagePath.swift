@@ -107,14 +107,14 @@ public enum PackagePath {
     public static func normalizeArchiveName(_ name: String) -> String {
         var result = Substring(name)
         while result.hasPrefix("./") { result = result.dropFirst(2) }
-        if result.count > 1 { while result.hasSuffix("/") { result = result.dropLast() } }
+        if result.utf8.count > 1 { while result.hasSuffix("/") { result = result.dropLast() } }
         return String(result)
     }
 
     /// Key under which two names collide on a case-insensitive, normalization-insensitive file system.
     public static func foldKey(_ path: String) -> String {
         // ASCII is already NFC and lowercases byte by byte; Foundation's Unicode path is far slower.
-        if path.utf8.allSatisfy({ $0 < 0x80 }) {
+        if isASCII(path) {
             // Already lower case (most names): the same string, sharing its storage.
             if !path.utf8.contains(where: { (0x41...0x5a).contains($0) }) { return path }
             return String(decoding: path.utf8.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
@@ -141,7 +141,14 @@ public enum PackagePath {
 
     /// Key under which two names differ only in Unicode normalization.
     public static func normalizationKey(_ path: String) -> String {
-        path.utf8.allSatisfy({ $0 < 0x80 }) ? path : path.precomposedStringWithCanonicalMapping
+        isASCII(path) ? path : path.precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether every byte of `text` is ASCII; over the contiguous bytes, several times faster than
+    /// iterating `utf8` (this runs for every entry and every listed file, twice).
+    static func isASCII(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
     }
 
     /// Resolves a symlink target lexically against the link's folder; nil when it leaves the package root.
@@ -212,7 +219,13 @@ public struct ExactPath: Hashable, Sendable {
     public static func == (lhs: ExactPath, rhs: ExactPath) -> Bool {
         var left = lhs.text
         var right = rhs.text
-        return left.withUTF8 { a in right.withUTF8 { b in a.count == b.count && a.elementsEqual(b) } }
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                guard let first = a.baseAddress, let second = b.baseAddress else { return true }  // both empty
+                return memcmp(first, second, a.count) == 0
+            }
+        }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -12,6 +12,8 @@ struct FolderTree {
     }
 
     private var numbers: [Key: Int] = [:]
+    /// The longest folder path stored, in bytes: a longer path cannot be a folder.
+    private var longestFolder = 0
     /// Numbers of folders that `mark` flagged.
     private var marked: Set<Int> = []
     /// The folder part of the last path added ("a/b" for "a/b/c") and its number: archives list a folder's
@@ -37,8 +39,15 @@ struct FolderTree {
                 start = folder.utf8.index(after: end)
             }
         }
-        number = insertPath(folder[start...], under: number)
+        let remaining = folder[start...]
+        // Room for every new component at once: a path of 200,000 folders otherwise regrows the table 15 times.
+        let components = remaining.utf8.reduce(into: 1) { count, byte in if byte == slashByte { count += 1 } }
+        if numbers.count + components > numbers.capacity {
+            numbers.reserveCapacity(max(numbers.count + components, 2 * numbers.count))
+        }
+        number = insertPath(remaining, under: number)
         lastFolder = (folder, number)
+        longestFolder = max(longestFolder, folder.utf8.count)
     }
 
     /// Flags the folder `path` for `firstMarkedAncestor`; nothing happens when no added path lies in it.
@@ -67,7 +76,7 @@ struct FolderTree {
 
     /// The number of folder `path`, or nil when no added path implies it.
     private func number(of path: Substring) -> Int? {
-        guard !path.isEmpty else { return nil }
+        guard !path.isEmpty, path.utf8.count <= longestFolder else { return nil }
         var number: Int = 0
         var start = path.startIndex
         while true {
