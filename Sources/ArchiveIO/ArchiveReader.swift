@@ -69,10 +69,9 @@ public final class ArchiveReader {
     private var fileDescriptor: Int32 = -1
     /// The copy of the input owned by `init(bytes:)`, freed in `deinit`.
     private var memory: UnsafeMutableRawBufferPointer?
-    /// How `init(path:)` hands a regular file to libarchive; released after `archive_read_free`.
-    private var mappedInput: MappedInput?
-    /// How `init(path:)` hands anything else (a pipe, a device) to libarchive.
-    private var streamInput: StreamInput?
+    /// How `init(path:)` hands the file to libarchive (a `MappedInput` for a regular file, a `StreamInput`
+    /// for a pipe or a device); released after `archive_read_free`.
+    private var input: CallbackInput?
     /// The input's first bytes (up to `FormatSniffer.prefixLength`), for the format and for messages.
     private var prefix: [UInt8] = []
     private let limits: ArchiveLimits
@@ -131,53 +130,49 @@ public final class ArchiveReader {
             prefix = Self.readPrefix(fd, size: Int64(info.st_size))
             try configure(seekable: true)
             let input = MappedInput(descriptor: fd, size: Int64(info.st_size), progress: progress)
-            mappedInput = input
-            let rc = withArchiveLocale { () -> Int32 in
-                archive_read_set_read_callback(archive) { archive, context, buffer in
-                    guard let context, let buffer else { return -1 }
-                    let count = Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().read(buffer)
-                    if count < 0 {
-                        let number = errno
-                        carchive_set_error(archive, number, "cannot map the archive: \(String(cString: strerror(number)))")
-                    }
-                    return count
-                }
-                archive_read_set_seek_callback(archive) { _, context, offset, whence in
-                    guard let context else { return -1 }
-                    return Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().seek(offset, whence)
-                }
-                archive_read_set_skip_callback(archive) { _, context, request in
-                    guard let context else { return 0 }
-                    return Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().skip(request)
-                }
-                archive_read_set_callback_data(archive, Unmanaged.passUnretained(input).toOpaque())
-                return watching("opening the archive") { archive_read_open1(archive) }
-            }
-            try handleOpenResult(rc)
+            self.input = input
+            try handleOpenResult(openArchive(through: input))
             return
         }
         // A pipe, a device or an empty file: the head is read here (to choose filter and format) and handed
         // to libarchive again before the rest of the stream.
         let input = StreamInput(descriptor: fd, blockSize: Self.blockSize, progress: progress)
-        streamInput = input
+        self.input = input
         prefix = try watching("reading the first bytes") { () throws(ArchiveError) in
             try input.readHead(FormatSniffer.prefixLength, name: inputName)
         }
         try configure(seekable: false)
-        let rc = withArchiveLocale { () -> Int32 in
+        try handleOpenResult(openArchive(through: input))
+    }
+
+    /// `archive_read_open1` with `input`'s read callback, and seek and skip callbacks for a `MappedInput`.
+    private func openArchive(through input: CallbackInput) -> Int32 {
+        withArchiveLocale { () -> Int32 in
             archive_read_set_read_callback(archive) { archive, context, buffer in
                 guard let context, let buffer else { return -1 }
-                let count = Unmanaged<StreamInput>.fromOpaque(context).takeUnretainedValue().read(buffer)
+                let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue()
+                let count = input.read(buffer)
                 if count < 0 {
                     let number = errno
-                    carchive_set_error(archive, number, "cannot read the archive: \(String(cString: strerror(number)))")
+                    carchive_set_error(archive, number, "cannot \(input.role) the archive: \(String(cString: strerror(number)))")
                 }
                 return count
+            }
+            if input is MappedInput {
+                archive_read_set_seek_callback(archive) { _, context, offset, whence in
+                    guard let context, let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue() as? MappedInput
+                    else { return -1 }
+                    return input.seek(offset, whence)
+                }
+                archive_read_set_skip_callback(archive) { _, context, request in
+                    guard let context, let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue() as? MappedInput
+                    else { return 0 }
+                    return input.skip(request)
+                }
             }
             archive_read_set_callback_data(archive, Unmanaged.passUnretained(input).toOpaque())
             return watching("opening the archive") { archive_read_open1(archive) }
         }
-        try handleOpenResult(rc)
     }
 
     /// Reads an archive held in memory (`archive_read_open_memory` on a copy owned by the reader).
@@ -201,8 +196,7 @@ public final class ArchiveReader {
 
     deinit {
         archive_read_free(archive)
-        mappedInput = nil
-        streamInput = nil
+        input = nil
         if fileDescriptor >= 0 { close(fileDescriptor) }
         memory?.deallocate()
     }
@@ -576,7 +570,16 @@ extension String {
 /// A file truncated by another process while it is mapped ends the process with SIGBUS (the command line
 /// reports it; see docs/SECURITY.md), where `read` would have returned short: the reader never writes, so
 /// nothing is left half-done beyond what a kill leaves.
-private final class MappedInput {
+/// What libarchive reads through callbacks (`openArchive(through:)`).
+private class CallbackInput {
+    /// The verb of a failed read's message: "cannot map the archive", "cannot read the archive".
+    var role = "read"
+
+    /// Points `buffer` at the next bytes; 0 at the end, -1 on failure (errno set).
+    func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int { 0 }
+}
+
+private final class MappedInput: CallbackInput {
     private let descriptor: Int32
     private let size: Int64
     private var position: Int64 = 0
@@ -593,6 +596,8 @@ private final class MappedInput {
         self.descriptor = descriptor
         self.size = size
         self.progress = progress
+        super.init()
+        role = "map"
     }
 
     deinit { unmap() }
@@ -603,7 +608,7 @@ private final class MappedInput {
     }
 
     /// Maps the next window and points `buffer` at the current position; 0 at the end, -1 on failure.
-    fileprivate func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
+    override func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
         progress?.tick()
         unmap()
         guard position < size else { return 0 }
@@ -642,7 +647,7 @@ private final class MappedInput {
 
 /// Serves a descriptor that cannot be mapped (a pipe, a device) to libarchive: first the head that was read
 /// to choose filter and format, then the rest, `blockSize` bytes at a time.
-private final class StreamInput {
+private final class StreamInput: CallbackInput {
     private let descriptor: Int32
     private let block: UnsafeMutableRawBufferPointer
     /// The head, handed out once before anything else is read.
@@ -681,8 +686,7 @@ private final class StreamInput {
         return Array(UnsafeRawBufferPointer(rebasing: buffer[0..<headCount]))
     }
 
-    /// Points `buffer` at the next bytes; 0 at the end, -1 on failure (errno set).
-    fileprivate func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
+    override func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
         if let head {
             self.head = nil
             if headCount > 0 {
