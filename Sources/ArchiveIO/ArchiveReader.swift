@@ -160,14 +160,10 @@ public final class ArchiveReader {
             }
             if input is MappedInput {
                 archive_read_set_seek_callback(archive) { _, context, offset, whence in
-                    guard let context, let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue() as? MappedInput
-                    else { return -1 }
-                    return input.seek(offset, whence)
+                    MappedInput.from(context)?.seek(offset, whence) ?? -1
                 }
                 archive_read_set_skip_callback(archive) { _, context, request in
-                    guard let context, let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue() as? MappedInput
-                    else { return 0 }
-                    return input.skip(request)
+                    MappedInput.from(context)?.skip(request) ?? 0
                 }
             }
             archive_read_set_callback_data(archive, Unmanaged.passUnretained(input).toOpaque())
@@ -608,6 +604,11 @@ private final class MappedInput: CallbackInput {
     }
 
     /// Maps the next window and points `buffer` at the current position; 0 at the end, -1 on failure.
+    /// The input behind libarchive's callback data.
+    static func from(_ context: UnsafeMutableRawPointer?) -> MappedInput? {
+        context.flatMap { Unmanaged<CallbackInput>.fromOpaque($0).takeUnretainedValue() as? MappedInput }
+    }
+
     override func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
         progress?.tick()
         unmap()
