@@ -41,10 +41,17 @@ public enum PackagePath {
     /// "." or ".." component. (Every listed file is checked; splitting each into substrings was a tenth of
     /// verify's rule time.)
     static func isPlainRelativePath(_ path: String) -> Bool {
+        var path = path
+        return path.withUTF8 { isPlainRelativePath($0) } && !hasDriveLetter(path)
+    }
+
+    /// `isPlainRelativePath` over the bytes (a loop over contiguous bytes is several times faster than one over
+    /// `utf8`), drive letters aside.
+    private static func isPlainRelativePath(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var componentLength = 0
         var dots = 0
         var sawByte = false
-        for byte in path.utf8 {
+        for byte in bytes {
             sawByte = true
             switch byte {
             case UInt8(ascii: "/"):
@@ -61,23 +68,25 @@ public enum PackagePath {
             }
             componentLength += 1
         }
-        guard sawByte, componentLength > 0, !(dots == componentLength && dots <= 2) else { return false }
-        return !hasDriveLetter(path)
+        return sawByte && componentLength > 0 && !(dots == componentLength && dots <= 2)
     }
 
     /// The longest component of `path`, in bytes.
     static func longestComponentBytes(_ path: String) -> Int {
-        var longest = 0
-        var current = 0
-        for byte in path.utf8 {
-            if byte == UInt8(ascii: "/") {
-                current = 0
-            } else {
-                current += 1
-                longest = max(longest, current)
+        var path = path
+        return path.withUTF8 { bytes in
+            var longest = 0
+            var current = 0
+            for byte in bytes {
+                if byte == UInt8(ascii: "/") {
+                    current = 0
+                } else {
+                    current += 1
+                    longest = max(longest, current)
+                }
             }
+            return longest
         }
-        return longest
     }
 
     /// True when the first component looks like a Windows drive ("C:" or "C:x").
