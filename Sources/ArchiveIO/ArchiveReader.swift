@@ -127,8 +127,9 @@ public final class ArchiveReader {
             throw ArchiveError(.io, "'\(path)' is a directory, not an archive", errno: EISDIR)
         }
         if (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0 {
-            prefix = Self.readPrefix(fd, size: Int64(info.st_size))
-            try configure(seekable: true)
+            let size = Int64(info.st_size)
+            prefix = Self.readPrefix(fd, size: size, length: FormatSniffer.prefixLength)
+            try configure(seekable: true) { Self.readPrefix(fd, size: size, length: Self.peekLength) }
             let input = MappedInput(descriptor: fd, size: Int64(info.st_size), progress: progress)
             self.input = input
             try handleOpenResult(openArchive(through: input))
@@ -141,7 +142,7 @@ public final class ArchiveReader {
         prefix = try watching("reading the first bytes") { () throws(ArchiveError) in
             try input.readHead(FormatSniffer.prefixLength, name: inputName)
         }
-        try configure(seekable: false)
+        try configure(seekable: false, longerPrefix: nil)
         try handleOpenResult(openArchive(through: input))
     }
 
@@ -183,7 +184,7 @@ public final class ArchiveReader {
         copy.copyBytes(from: bytes)
         memory = copy
         prefix = Array(bytes.prefix(FormatSniffer.prefixLength))
-        try configure(seekable: true)
+        try configure(seekable: true) { Array(bytes.prefix(Self.peekLength)) }
         let rc = withArchiveLocale {
             watching("opening the archive") { archive_read_open_memory(archive, copy.baseAddress, bytes.count) }
         }
@@ -331,14 +332,22 @@ public final class ArchiveReader {
 
     /// Gives libarchive the one filter and the one format that `prefix` shows, or throws why the input is
     /// refused. Never `archive_read_support_format_all`, `_filter_all` or any bidding between readers.
-    private func configure(seekable: Bool) throws(ArchiveError) {
+    /// `longerPrefix` gives up to `peekLength` leading bytes, for a compressed head that the first
+    /// `FormatSniffer.prefixLength` bytes do not decompress (a bzip2 block is up to 900 kB); nil for a stream.
+    private func configure(seekable: Bool, longerPrefix: (() -> [UInt8])?) throws(ArchiveError) {
         let name = inputName
         let head = prefix[...]
         var filter = ARCHIVE_FILTER_NONE
         let format: FormatSniffer.Format
         if let compression = FormatSniffer.compression(head) {
             filter = Self.filterCode(compression)
-            let inner = watching("decompressing the first bytes") { Self.decompressedHead(head, filter: filter, count: 512) }
+            var inner = watching("decompressing the first bytes") { Self.decompressedHead(head, filter: filter, count: 512) }
+            var whole = prefix.count < FormatSniffer.prefixLength
+            if inner.count < 512 && !whole, let longerPrefix {
+                let longer = longerPrefix()
+                inner = watching("decompressing the first bytes") { Self.decompressedHead(longer[...], filter: filter, count: 512) }
+                whole = longer.count < Self.peekLength
+            }
             if let nested = FormatSniffer.compression(inner[...]) {
                 throw ArchiveError(
                     .nestedCompression,
@@ -347,7 +356,7 @@ public final class ArchiveReader {
             }
             // A whole tar header, or all the input there is; otherwise (a damaged stream, a huge gzip header)
             // the tar reader reports what is wrong.
-            let decided = inner.count >= 512 || (!inner.isEmpty && prefix.count < FormatSniffer.prefixLength)
+            let decided = inner.count >= 512 || (!inner.isEmpty && whole)
             if decided && !FormatSniffer.isTar(inner[...]) {
                 let what = FormatSniffer.describe(inner[...]).map { " (it holds \($0))" } ?? ""
                 throw ArchiveError(
@@ -416,9 +425,12 @@ public final class ArchiveReader {
         return Array(head.prefix(filled))
     }
 
-    /// Up to `FormatSniffer.prefixLength` leading bytes of a regular file (`pread`: the offset stays put).
-    private static func readPrefix(_ descriptor: Int32, size: Int64) -> [UInt8] {
-        var prefix = [UInt8](repeating: 0, count: Int(min(size, Int64(FormatSniffer.prefixLength))))
+    /// Up to `length` leading bytes of a regular file (`pread`: the offset stays put).
+    /// How much compressed input the nested-compression check may decompress at most: a whole bzip2 block.
+    private static let peekLength = 1 << 20
+
+    private static func readPrefix(_ descriptor: Int32, size: Int64, length: Int) -> [UInt8] {
+        var prefix = [UInt8](repeating: 0, count: Int(min(size, Int64(length))))
         let count = prefix.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
         return Array(prefix.prefix(max(count, 0)))
     }

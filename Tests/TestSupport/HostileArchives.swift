@@ -140,6 +140,9 @@ public let hostileArchives: [HostileArchive] = [
         "open('bad.gz','wb').write(gzip.compress(b'\\x1f\\x8b\\x08\\x08' + bytes(6) + b'a' * (64 << 20), 9))"),
     HostileArchive("bzip2 inside a zstd", file: "bad.tar.bz2.zst", rules: ["archive.nested-compression"],
         "import subprocess; t = base_tar('inner.tar.bz2', 'w:bz2'); t.close(); subprocess.run(['zstd', '-q', 'inner.tar.bz2', '-o', 'bad.tar.bz2.zst'], check=True)"),
+    // A bzip2 block of incompressible data is larger than the first 64 KiB: the check reads further.
+    HostileArchive("gzip inside a bzip2 whose first block is 900 kB", file: "bad.tar.gz.bz2", rules: ["archive.nested-compression"],
+        "import bz2; t = base_tar('inner.tar.gz', 'w:gz'); tar_add(t, 'Contents/noise.bin', os.urandom(1 << 20)); t.close(); open('bad.tar.gz.bz2','wb').write(bz2.compress(open('inner.tar.gz','rb').read()))"),
     // Issue 18: libarchive 3.6.2's xar reader spins forever on hard links that form a loop; xar is not read at all.
     HostileArchive("xar with a hard-link loop", file: "bad.xar", rules: ["archive.unsupported-format"],
         """
