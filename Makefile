@@ -12,7 +12,7 @@ DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip mi
   openssl golang-go golang-golang-x-mod-dev
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
-.PHONY: all deps build demo test install-check bench fuzz install uninstall clean
+.PHONY: all deps build demo test install-check bench bench-pathological fuzz install uninstall clean
 
 all: build
 
@@ -58,6 +58,11 @@ install-check:
 bench: build
 	@if [ "$(BENCH_TMPFS)" != "1" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=0 python3 bench/run.py; fi
 	@if [ "$(BENCH_TMPFS)" != "0" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=1 python3 bench/run.py; fi
+	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
+
+# Only the pathological inputs of issue 18 (a few seconds; bench/README.md).
+bench-pathological: build
+	HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
 
 # Not part of `make test`: builds the libFuzzer targets and runs each for FUZZ_SECONDS (docs/fuzzing.md).
 FUZZ_SECONDS ?= 60

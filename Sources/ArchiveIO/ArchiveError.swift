@@ -4,6 +4,9 @@ public struct ArchiveError: Error, Sendable, Equatable, CustomStringConvertible 
     public enum Code: String, Sendable {
         /// The input is not an archive in a format we read (or is an unsupported one such as RAR, 7z, ISO).
         case unsupportedFormat
+        /// A compressed stream whose content is compressed again (`.tar.gz.gz`): hosted content is compressed
+        /// once, and a second layer only multiplies a bomb's ratio (and met libarchive bugs).
+        case nestedCompression
         /// The archive is damaged: bad checksum, truncated, inconsistent headers.
         case corrupt
         /// An encrypted entry, which we never decrypt.
@@ -12,6 +15,9 @@ public struct ArchiveError: Error, Sendable, Equatable, CustomStringConvertible 
         case limitExceeded
         /// The operating system failed (open, read, write, disk full); `errno` says why.
         case io
+        /// A read made no progress within `ArchiveLimits.stallSeconds` (`ArchiveWatchdog`); never thrown: the
+        /// process ends with it.
+        case stalled
         /// API misuse (for example, writing data before a header).
         case usage
     }

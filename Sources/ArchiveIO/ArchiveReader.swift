@@ -20,29 +20,44 @@ public struct ArchiveLimits: Sendable, Equatable {
     /// Uncompressed bytes (all entries together) read before the ratio is checked, so that small, highly
     /// compressible files are not refused.
     public var ratioGraceBytes: Int64
+    /// Longest time, in seconds, that one libarchive call (or a read of the input) may go without progress
+    /// before `ArchiveWatchdog` ends the process; 0 turns the watchdog off.
+    public var stallSeconds: Double
+    /// Most the process's resident memory may grow during one libarchive call without progress before
+    /// `ArchiveWatchdog` ends the process; 0 turns this check off.
+    public var maxStallMemoryGrowth: Int64
 
-    /// Limits; the defaults suit hosted content packages (8 GiB per entry, 16 GiB in all, ratio 200).
+    /// Limits; the defaults suit hosted content packages (8 GiB per entry, 16 GiB in all, ratio 200; the
+    /// watchdog stops a call after 30 s, or `ArchiveWatchdog.setDefaultStallSeconds`, or 512 MiB without
+    /// progress).
     public init(
         maxEntries: Int = 1_000_000, maxEntryBytes: Int64 = 8 << 30, maxTotalBytes: Int64 = 16 << 30,
-        maxCompressionRatio: Double = 200, ratioGraceBytes: Int64 = 16 << 20
+        maxCompressionRatio: Double = 200, ratioGraceBytes: Int64 = 16 << 20, stallSeconds: Double? = nil,
+        maxStallMemoryGrowth: Int64 = 512 << 20
     ) {
         self.maxEntries = maxEntries
         self.maxEntryBytes = maxEntryBytes
         self.maxTotalBytes = maxTotalBytes
         self.maxCompressionRatio = maxCompressionRatio
         self.ratioGraceBytes = ratioGraceBytes
+        self.stallSeconds = stallSeconds ?? ArchiveWatchdog.stallSecondsDefault
+        self.maxStallMemoryGrowth = maxStallMemoryGrowth
     }
 }
 
-/// Streams the entries of a zip, tar (plain, gzip, bzip2, xz, zstd) or xar archive.
+/// Streams the entries of a zip or tar (plain, gzip, bzip2, xz, zstd) archive.
 ///
-/// Format is detected by content. Only those readers and filters are enabled
-/// (`archive_read_support_format_zip`/`_tar`/`_xar`, `archive_read_support_filter_gzip`/`_bzip2`/`_xz`/
-/// `_zstd`/`_none`). Anything short of `ARCHIVE_OK` from libarchive is a failure.
+/// libarchive never guesses: `FormatSniffer` reads the magic numbers, and the reader is given exactly one
+/// filter (`archive_read_append_filter`, which also turns filter bidding off) and one format. A compressed
+/// input is always a tar (`archive_read_set_format(ARCHIVE_FORMAT_TAR)`); before anything else, its first
+/// decompressed bytes are looked at on a second, throwaway handle, and a second compression layer is
+/// refused (`.nestedCompression`), so no gzip header inside a gzip is ever parsed (libarchive 3.6.2's gzip
+/// filter loops without bound on one whose file-name field never ends). xar is not read at all.
 ///
-/// Zip: `archive_read_support_format_zip` registers both zip readers; for files and memory (both seekable)
-/// libarchive picks the seekable one, which walks the central directory. Note that it still takes each
-/// entry's name from the local file header.
+/// Zip: only `archive_read_support_format_zip_seekable` is registered, which walks the central directory.
+/// (`archive_read_set_format(ARCHIVE_FORMAT_ZIP)` would pick the first reader named "zip", the streaming
+/// one that trusts local headers.) It still takes each entry's name from the local file header. A zip that
+/// arrives through a pipe cannot be read that way and is refused.
 ///
 /// Memory stays bounded: a regular file is mapped 2 MiB at a time (`MappedInput`), anything else is read in
 /// 256 KiB blocks, and data is handed to the caller block by block (plus a fixed 64 KiB buffer of zeros for
@@ -54,11 +69,18 @@ public final class ArchiveReader {
     private var fileDescriptor: Int32 = -1
     /// The copy of the input owned by `init(bytes:)`, freed in `deinit`.
     private var memory: UnsafeMutableRawBufferPointer?
-    /// How `init(path:)` hands a regular file to libarchive; released after `archive_read_free`.
-    private var mappedInput: MappedInput?
+    /// How `init(path:)` hands the file to libarchive (a `MappedInput` for a regular file, a `StreamInput`
+    /// for a pipe or a device); released after `archive_read_free`.
+    private var input: CallbackInput?
+    /// The input's first bytes (up to `FormatSniffer.prefixLength`), for the format and for messages.
+    private var prefix: [UInt8] = []
     private let limits: ArchiveLimits
     /// How errors name the input: the quoted path, or "input" for bytes.
     private let inputName: String
+    /// Ends the process when a call into libarchive stalls (nil when `limits.stallSeconds` is 0).
+    private let watchdog: ReadWatchdog?
+    /// The watchdog's progress counter, bumped by the input callbacks and around every libarchive call.
+    private var progress: ReadProgress? { watchdog?.progress }
 
     private enum State {
         /// Before the first header, or after the current entry's data was read.
@@ -83,10 +105,12 @@ public final class ArchiveReader {
     /// The file is opened once by us so that a missing or unreadable file is `.io` with the exact `errno`.
     /// libarchive can seek the descriptor, so zip archives are read through their central directory.
     /// - Throws: `.io` (with `errno`) when the file cannot be opened or is a directory;
-    ///   `.unsupportedFormat` when it is not a zip, tar or xar archive.
+    ///   `.unsupportedFormat` when it is not a zip or tar archive; `.nestedCompression` for a compressed stream
+    ///   inside a compressed stream.
     public init(path: String, limits: ArchiveLimits = ArchiveLimits()) throws(ArchiveError) {
         self.limits = limits
         self.inputName = "'\(path)'"
+        self.watchdog = ReadWatchdog(limits: limits, inputName: "'\(path)'")
         self.archive = try Self.makeArchive()
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
@@ -103,55 +127,73 @@ public final class ArchiveReader {
             throw ArchiveError(.io, "'\(path)' is a directory, not an archive", errno: EISDIR)
         }
         if (info.st_mode & S_IFMT) == S_IFREG && info.st_size > 0 {
-            let input = MappedInput(descriptor: fd, size: Int64(info.st_size))
-            mappedInput = input
-            let rc = withArchiveLocale { () -> Int32 in
-                archive_read_set_read_callback(archive) { archive, context, buffer in
-                    guard let context, let buffer else { return -1 }
-                    let count = Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().read(buffer)
-                    if count < 0 {
-                        let number = errno
-                        carchive_set_error(archive, number, "cannot map the archive: \(String(cString: strerror(number)))")
-                    }
-                    return count
-                }
-                archive_read_set_seek_callback(archive) { _, context, offset, whence in
-                    guard let context else { return -1 }
-                    return Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().seek(offset, whence)
-                }
-                archive_read_set_skip_callback(archive) { _, context, request in
-                    guard let context else { return 0 }
-                    return Unmanaged<MappedInput>.fromOpaque(context).takeUnretainedValue().skip(request)
-                }
-                archive_read_set_callback_data(archive, Unmanaged.passUnretained(input).toOpaque())
-                return archive_read_open1(archive)
-            }
-            try handleOpenResult(rc)
+            let size = Int64(info.st_size)
+            prefix = Self.readPrefix(fd, size: size, length: FormatSniffer.prefixLength)
+            try configure(seekable: true) { Self.readPrefix(fd, size: size, length: Self.peekLength) }
+            let input = MappedInput(descriptor: fd, size: Int64(info.st_size), progress: progress)
+            self.input = input
+            try handleOpenResult(openArchive(through: input))
             return
         }
-        let rc = withArchiveLocale { archive_read_open_fd(archive, fd, Self.blockSize) }
-        try handleOpenResult(rc)
+        // A pipe, a device or an empty file: the head is read here (to choose filter and format) and handed
+        // to libarchive again before the rest of the stream.
+        let input = StreamInput(descriptor: fd, blockSize: Self.blockSize, progress: progress)
+        self.input = input
+        prefix = try watching("reading the first bytes") { () throws(ArchiveError) in
+            try input.readHead(FormatSniffer.prefixLength, name: inputName)
+        }
+        try configure(seekable: false, longerPrefix: nil)
+        try handleOpenResult(openArchive(through: input))
+    }
+
+    /// `archive_read_open1` with `input`'s read callback, and seek and skip callbacks for a `MappedInput`.
+    private func openArchive(through input: CallbackInput) -> Int32 {
+        withArchiveLocale { () -> Int32 in
+            archive_read_set_read_callback(archive) { archive, context, buffer in
+                guard let context, let buffer else { return -1 }
+                let input = Unmanaged<CallbackInput>.fromOpaque(context).takeUnretainedValue()
+                let count = input.read(buffer)
+                if count < 0 {
+                    let number = errno
+                    carchive_set_error(archive, number, "cannot \(input.role) the archive: \(String(cString: strerror(number)))")
+                }
+                return count
+            }
+            if input is MappedInput {
+                archive_read_set_seek_callback(archive) { _, context, offset, whence in
+                    MappedInput.from(context)?.seek(offset, whence) ?? -1
+                }
+                archive_read_set_skip_callback(archive) { _, context, request in
+                    MappedInput.from(context)?.skip(request) ?? 0
+                }
+            }
+            archive_read_set_callback_data(archive, Unmanaged.passUnretained(input).toOpaque())
+            return watching("opening the archive") { archive_read_open1(archive) }
+        }
     }
 
     /// Reads an archive held in memory (`archive_read_open_memory` on a copy owned by the reader).
-    /// - Throws: `.unsupportedFormat` when the bytes are not a zip, tar or xar archive.
+    /// - Throws: `.unsupportedFormat` when the bytes are not a zip or tar archive; `.nestedCompression`.
     public init(bytes: [UInt8], limits: ArchiveLimits = ArchiveLimits()) throws(ArchiveError) {
         self.limits = limits
         self.inputName = "input"
+        self.watchdog = ReadWatchdog(limits: limits, inputName: "input")
         self.archive = try Self.makeArchive()
         // One extra byte so an empty input still gets a valid allocation.
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
         copy.copyBytes(from: bytes)
         memory = copy
+        prefix = Array(bytes.prefix(FormatSniffer.prefixLength))
+        try configure(seekable: true) { Array(bytes.prefix(Self.peekLength)) }
         let rc = withArchiveLocale {
-            archive_read_open_memory(archive, copy.baseAddress, bytes.count)
+            watching("opening the archive") { archive_read_open_memory(archive, copy.baseAddress, bytes.count) }
         }
         try handleOpenResult(rc)
     }
 
     deinit {
         archive_read_free(archive)
-        mappedInput = nil
+        input = nil
         if fileDescriptor >= 0 { close(fileDescriptor) }
         memory?.deallocate()
     }
@@ -165,8 +207,7 @@ public final class ArchiveReader {
     /// Data of an entry that was not read is skipped by libarchive (a seek for zip, decompression for
     /// compressed tar); skipped data is not checked and not counted against the limits.
     /// - Throws: `.corrupt` for a damaged header (including any `ARCHIVE_WARN`), `.limitExceeded` past
-    ///   `maxEntries`, `.unsupportedFormat` for an ISO 9660 image (which libarchive's tar reader sees as
-    ///   an empty archive).
+    ///   `maxEntries`.
     public func next() throws(ArchiveError) -> ArchiveEntry? {
         switch state {
         case .failed(let error): throw error
@@ -175,12 +216,10 @@ public final class ArchiveReader {
         }
         return try failing { () throws(ArchiveError) -> ArchiveEntry? in
             var header: OpaquePointer?
-            let rc = withArchiveLocale { archive_read_next_header(archive, &header) }
+            let rc = withArchiveLocale {
+                watching("reading the header after \(entryCount) entries") { archive_read_next_header(archive, &header) }
+            }
             if rc == ARCHIVE_EOF {
-                if entryCount == 0, let detected = sniff(), detected.contains("ISO") {
-                    throw ArchiveError(
-                        .unsupportedFormat, "\(inputName) is \(detected), not a zip, tar or xar archive")
-                }
                 state = .ended
                 return nil
             }
@@ -195,17 +234,6 @@ public final class ArchiveReader {
             }
             if firstFormatName == nil, let name = archive_format_name(archive) {
                 firstFormatName = String(decoding: cStringBytes(name), as: UTF8.self)
-                // Compression inside compression only serves to multiply a bomb's ratio: refuse it.
-                let filters = (0..<archive_filter_count(archive)).compactMap { index -> String? in
-                    guard let name = archive_filter_name(archive, index) else { return nil }
-                    let text = String(decoding: cStringBytes(name), as: UTF8.self)
-                    return text == "none" ? nil : text
-                }
-                if filters.count > 1 {
-                    throw ArchiveError(
-                        .unsupportedFormat,
-                        "\(inputName) is compressed more than once (\(filters.reversed().joined(separator: " inside ")))")
-                }
             }
             let entry = try withArchiveLocale { () throws(ArchiveError) in try Self.makeEntry(header) }
             state = .atEntry(entry)
@@ -246,7 +274,9 @@ public final class ArchiveReader {
                 var block: UnsafeRawPointer?
                 var size = 0
                 var offset: la_int64_t = 0
-                let rc = withArchiveLocale { archive_read_data_block(archive, &block, &size, &offset) }
+                let rc = withArchiveLocale {
+                    watching("reading \(name)") { archive_read_data_block(archive, &block, &size, &offset) }
+                }
                 if rc == ARCHIVE_EOF { break }
                 if rc != ARCHIVE_OK {
                     var error = ArchiveError(libarchive: archive, code: .corrupt, operation: "reading \(name)")
@@ -297,51 +327,129 @@ public final class ArchiveReader {
         guard let archive = archive_read_new() else {
             throw ArchiveError(.io, "archive_read_new failed (out of memory)", errno: ENOMEM)
         }
-        // Only what hcpack needs; never archive_read_support_format_all / _filter_all.
-        let setups: [(String, (OpaquePointer) -> Int32)] = [
-            ("zip", { archive_read_support_format_zip($0) }),
-            ("tar", { archive_read_support_format_tar($0) }),
-            ("xar", { archive_read_support_format_xar($0) }),
-            ("gzip", { archive_read_support_filter_gzip($0) }),
-            ("bzip2", { archive_read_support_filter_bzip2($0) }),
-            ("xz", { archive_read_support_filter_xz($0) }),
-            ("zstd", { archive_read_support_filter_zstd($0) }),
-            ("none", { archive_read_support_filter_none($0) }),
-        ]
-        for (name, setup) in setups {
-            // ARCHIVE_WARN here means "supported through an external program": not acceptable either.
-            let rc = setup(archive)
-            if rc != ARCHIVE_OK {
-                let error = ArchiveError(libarchive: archive, code: .io, operation: "enabling \(name) support")
-                archive_read_free(archive)
-                throw error
+        return archive
+    }
+
+    /// Gives libarchive the one filter and the one format that `prefix` shows, or throws why the input is
+    /// refused. Never `archive_read_support_format_all`, `_filter_all` or any bidding between readers.
+    /// `longerPrefix` gives up to `peekLength` leading bytes, for a compressed head that the first
+    /// `FormatSniffer.prefixLength` bytes do not decompress (a bzip2 block is up to 900 kB); nil for a stream.
+    private func configure(seekable: Bool, longerPrefix: (() -> [UInt8])?) throws(ArchiveError) {
+        let name = inputName
+        let head = prefix[...]
+        var filter = ARCHIVE_FILTER_NONE
+        let format: FormatSniffer.Format
+        if let compression = FormatSniffer.compression(head) {
+            filter = Self.filterCode(compression)
+            var inner = watching("decompressing the first bytes") { Self.decompressedHead(head, filter: filter, count: 512) }
+            var whole = prefix.count < FormatSniffer.prefixLength
+            if inner.count < 512 && !whole, let longerPrefix {
+                let longer = longerPrefix()
+                inner = watching("decompressing the first bytes") { Self.decompressedHead(longer[...], filter: filter, count: 512) }
+                whole = longer.count < Self.peekLength
+            }
+            if let nested = FormatSniffer.compression(inner[...]) {
+                throw ArchiveError(
+                    .nestedCompression,
+                    "\(name) is \(nested.rawValue) data compressed again with \(compression.rawValue); hosted content is "
+                        + "compressed once (a .tar.gz, never a .tar.gz.gz): rebuild the archive")
+            }
+            // A whole tar header, or all the input there is; otherwise (a damaged stream, a huge gzip header)
+            // the tar reader reports what is wrong.
+            let decided = inner.count >= 512 || (!inner.isEmpty && whole)
+            if decided && !FormatSniffer.isTar(inner[...]) {
+                let what = FormatSniffer.describe(inner[...]).map { " (it holds \($0))" } ?? ""
+                throw ArchiveError(
+                    .unsupportedFormat, "\(name) is \(compression.rawValue)-compressed data that is not a tar archive\(what)")
+            }
+            format = .tar
+        } else if FormatSniffer.isZip(head) {
+            guard seekable else {
+                throw ArchiveError(
+                    .unsupportedFormat,
+                    "\(name) is a zip arriving through a pipe; a zip's central directory is at its end, so hcpack reads "
+                        + "zips from files: save it to a file first")
+            }
+            format = .zip
+        } else if FormatSniffer.isXar(head) {
+            throw ArchiveError(
+                .unsupportedFormat,
+                "\(name) is a xar archive; hcpack reads zip and tar archives (why not xar: docs/SECURITY.md)")
+        } else if FormatSniffer.isTar(head) && !FormatSniffer.isISO9660(head) {
+            format = .tar
+        } else {
+            let detected = FormatSniffer.describe(head).map { "it looks like \($0)" } ?? "unrecognized data"
+            throw ArchiveError(.unsupportedFormat, "\(name) is not a zip or tar archive: \(detected)")
+        }
+        try check(archive_read_append_filter(archive, filter), archive, "choosing the filter", as: .io)
+        switch format {
+        case .tar:
+            try check(archive_read_set_format(archive, ARCHIVE_FORMAT_TAR), archive, "choosing the tar format", as: .io)
+        case .zip:
+            try check(archive_read_support_format_zip_seekable(archive), archive, "choosing the zip format", as: .io)
+        }
+    }
+
+    private static func filterCode(_ compression: FormatSniffer.Compression) -> Int32 {
+        switch compression {
+        case .gzip: ARCHIVE_FILTER_GZIP
+        case .bzip2: ARCHIVE_FILTER_BZIP2
+        case .xz: ARCHIVE_FILTER_XZ
+        case .zstd: ARCHIVE_FILTER_ZSTD
+        }
+    }
+
+    /// The first `count` bytes that `filter` makes of `compressed` (a prefix of the input), read on a handle
+    /// of their own with libarchive's raw format; fewer when the prefix ends first or is damaged.
+    private static func decompressedHead(_ compressed: ArraySlice<UInt8>, filter: Int32, count: Int) -> [UInt8] {
+        guard let peek = archive_read_new() else { return [] }
+        defer { archive_read_free(peek) }
+        guard archive_read_append_filter(peek, filter) == ARCHIVE_OK, archive_read_support_format_raw(peek) == ARCHIVE_OK
+        else { return [] }
+        var head = [UInt8](repeating: 0, count: count)
+        let filled = compressed.withUnsafeBytes { input -> Int in
+            guard archive_read_open_memory(peek, input.baseAddress, input.count) == ARCHIVE_OK else { return 0 }
+            var header: OpaquePointer?
+            guard archive_read_next_header(peek, &header) == ARCHIVE_OK else { return 0 }
+            return head.withUnsafeMutableBytes { output -> Int in
+                guard let base = output.baseAddress else { return 0 }
+                var filled = 0
+                while filled < count {
+                    let got = archive_read_data(peek, base + filled, count - filled)
+                    if got <= 0 { break }
+                    filled += got
+                }
+                return filled
             }
         }
-        return archive
+        return Array(head.prefix(filled))
+    }
+
+    /// Up to `length` leading bytes of a regular file (`pread`: the offset stays put).
+    /// How much compressed input the nested-compression check may decompress at most: a whole bzip2 block.
+    private static let peekLength = 1 << 20
+
+    private static func readPrefix(_ descriptor: Int32, size: Int64, length: Int) -> [UInt8] {
+        var prefix = [UInt8](repeating: 0, count: Int(min(size, Int64(length))))
+        let count = prefix.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        return Array(prefix.prefix(max(count, 0)))
     }
 
     private func handleOpenResult(_ rc: Int32) throws(ArchiveError) {
         let name = inputName
         if rc == ARCHIVE_OK { return }
         let number = archive_errno(archive)
-        if number == EILSEQ {  // ARCHIVE_ERRNO_FILE_FORMAT: no enabled reader bid for the input.
-            let detected = sniff().map { "it looks like \($0)" } ?? "unrecognized data"
-            throw ArchiveError(.unsupportedFormat, "\(name) is not a zip, tar or xar archive: \(detected)")
+        if number == EILSEQ {  // ARCHIVE_ERRNO_FILE_FORMAT: the zip reader found no end of central directory.
+            let detected = FormatSniffer.describe(prefix[...]).map { "it looks like \($0)" } ?? "unrecognized data"
+            throw ArchiveError(.unsupportedFormat, "\(name) is not a zip or tar archive: \(detected)")
         }
         throw ArchiveError(libarchive: archive, code: number > 0 ? .io : .corrupt, operation: "opening \(name)")
     }
 
-    /// The leading bytes of the input, described by `FormatSniffer`.
-    private func sniff() -> String? {
-        if let memory {
-            return FormatSniffer.describe(Array(memory.prefix(FormatSniffer.prefixLength)))
-        }
-        guard fileDescriptor >= 0 else { return nil }
-        var prefix = [UInt8](repeating: 0, count: FormatSniffer.prefixLength)
-        // pread leaves the descriptor's offset, which libarchive uses, alone.
-        let count = prefix.withUnsafeMutableBytes { pread(fileDescriptor, $0.baseAddress, $0.count, 0) }
-        guard count >= 0 else { return nil }
-        return FormatSniffer.describe(Array(prefix.prefix(count)))
+    /// Runs `body`, a call that may never return on hostile input, under the watchdog.
+    private func watching<T, E: Error>(_ activity: @autoclosure () -> String, _ body: () throws(E) -> T) throws(E) -> T {
+        guard let progress else { return try body() }
+        return try progress.watching(activity(), body)
     }
 
     /// Runs `body`; any error it throws makes the reader unusable (later calls throw it again).
@@ -470,7 +578,16 @@ extension String {
 /// A file truncated by another process while it is mapped ends the process with SIGBUS (the command line
 /// reports it; see docs/SECURITY.md), where `read` would have returned short: the reader never writes, so
 /// nothing is left half-done beyond what a kill leaves.
-private final class MappedInput {
+/// What libarchive reads through callbacks (`openArchive(through:)`).
+private class CallbackInput {
+    /// The verb of a failed read's message: "cannot map the archive", "cannot read the archive".
+    var role = "read"
+
+    /// Points `buffer` at the next bytes; 0 at the end, -1 on failure (errno set).
+    func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int { 0 }
+}
+
+private final class MappedInput: CallbackInput {
     private let descriptor: Int32
     private let size: Int64
     private var position: Int64 = 0
@@ -480,9 +597,15 @@ private final class MappedInput {
     private static let windowBytes: Int64 = 2 << 20
     private static let pageMask = Int64(sysconf(Int32(_SC_PAGESIZE)) - 1)
 
-    init(descriptor: Int32, size: Int64) {
+    /// Told of every window handed out.
+    private let progress: ReadProgress?
+
+    init(descriptor: Int32, size: Int64, progress: ReadProgress?) {
         self.descriptor = descriptor
         self.size = size
+        self.progress = progress
+        super.init()
+        role = "map"
     }
 
     deinit { unmap() }
@@ -493,7 +616,13 @@ private final class MappedInput {
     }
 
     /// Maps the next window and points `buffer` at the current position; 0 at the end, -1 on failure.
-    fileprivate func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
+    /// The input behind libarchive's callback data.
+    static func from(_ context: UnsafeMutableRawPointer?) -> MappedInput? {
+        context.flatMap { Unmanaged<CallbackInput>.fromOpaque($0).takeUnretainedValue() as? MappedInput }
+    }
+
+    override func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
+        progress?.tick()
         unmap()
         guard position < size else { return 0 }
         let start = position & ~Self.pageMask
@@ -526,5 +655,68 @@ private final class MappedInput {
         let skipped = max(0, min(request, size - position))
         position += skipped
         return skipped
+    }
+}
+
+/// Serves a descriptor that cannot be mapped (a pipe, a device) to libarchive: first the head that was read
+/// to choose filter and format, then the rest, `blockSize` bytes at a time.
+private final class StreamInput: CallbackInput {
+    private let descriptor: Int32
+    private let block: UnsafeMutableRawBufferPointer
+    /// The head, handed out once before anything else is read.
+    private var head: UnsafeMutableRawBufferPointer?
+    private var headCount = 0
+
+    /// Told of every block that arrives.
+    private let progress: ReadProgress?
+
+    init(descriptor: Int32, blockSize: Int, progress: ReadProgress?) {
+        self.descriptor = descriptor
+        self.progress = progress
+        block = UnsafeMutableRawBufferPointer.allocate(byteCount: max(blockSize, FormatSniffer.prefixLength), alignment: 16)
+    }
+
+    deinit {
+        block.deallocate()
+        head?.deallocate()
+    }
+
+    /// Reads up to `count` bytes (fewer only at the end of the input) and keeps them for `read`.
+    func readHead(_ count: Int, name: String) throws(ArchiveError) -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+        head = buffer
+        while headCount < count {
+            let got = Glibc.read(descriptor, buffer.baseAddress.map { $0 + headCount }, count - headCount)
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 {
+                let number = errno
+                throw ArchiveError(.io, "cannot read \(name): \(String(cString: strerror(number)))", errno: number)
+            }
+            if got == 0 { break }
+            headCount += got
+            progress?.tick()
+        }
+        return Array(UnsafeRawBufferPointer(rebasing: buffer[0..<headCount]))
+    }
+
+    override func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int {
+        if let head {
+            self.head = nil
+            if headCount > 0 {
+                // Copied into the block, so the head's memory can go now.
+                block.copyMemory(from: UnsafeRawBufferPointer(rebasing: head[0..<headCount]))
+                head.deallocate()
+                buffer.pointee = UnsafeRawPointer(block.baseAddress)
+                return headCount
+            }
+            head.deallocate()
+        }
+        while true {
+            let got = Glibc.read(descriptor, block.baseAddress, block.count)
+            if got < 0 && errno == EINTR { continue }
+            progress?.tick()
+            buffer.pointee = UnsafeRawPointer(block.baseAddress)
+            return got
+        }
     }
 }

@@ -105,6 +105,20 @@ public enum HCPack {
         }
     }
 
+    /// Makes a read that stalls inside libarchive (`ArchiveWatchdog`) end the process as an invalid archive
+    /// does: "hcpack: error: [archive.stalled] ..." on standard error, exit 1. `HCPACK_STALL_SECONDS` sets the
+    /// watchdog's time limit (default 30; 0 turns it off). Called once by `main.swift`.
+    public static func installStallStop() {
+        if let text = getenv("HCPACK_STALL_SECONDS").map({ String(cString: $0) }), let seconds = Int(text) {
+            StalledRead.setDefaultStallSeconds(seconds)
+        }
+        StalledRead.onStop { message in
+            let text = Array("hcpack: error: \(message)\n".utf8)
+            _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            _exit(ExitCode.invalid)
+        }
+    }
+
     /// The exit code for a failure.
     public static func exitCode(for error: HCPackError) -> Int32 {
         switch error.code {

@@ -8,7 +8,7 @@ struct InspectCommand: Command {
         summary: "Show a package's identity, plist keys, files with sizes and SHA-256, and totals.",
         arguments: [
             ArgumentSpec(
-                "PATH", help: "A package folder, an archive (zip, tar, tar.gz/bz2/xz/zst, xar), or a folder hcpack installed into.")
+                "PATH", help: "A package folder, an archive (zip, tar, tar.gz/bz2/xz/zst) or a folder hcpack installed into.")
         ],
         options: [OptionSpec("json", help: "Print one JSON object on stdout.")],
         discussion: """

@@ -5,7 +5,7 @@ struct InstallCommand: Command {
     static let spec = CommandSpec(
         name: "install",
         summary: "Verify a package archive and install its listed files into a folder.",
-        arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [
             OptionSpec("dest", value: "DIR", help: "The folder to install into (must exist)."),
             OptionSpec("all", help: "Install every regular file under Contents/, listed in Files or not."),

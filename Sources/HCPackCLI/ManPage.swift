@@ -19,7 +19,7 @@ enum ManPage {
             .B ContentInfo.plist
             at its root and a
             .B Contents/
-            folder, or a zip, tar or xar archive of one.
+            folder, or a zip or tar archive of one.
             It prints every problem at once, each with a stable rule ID (\\fBhcpack rules\\fR).
             .SH COMMANDS
 

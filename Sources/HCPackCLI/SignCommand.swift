@@ -6,7 +6,7 @@ struct SignCommand: Command {
     static let spec = CommandSpec(
         name: "sign",
         summary: "Check a package archive and write its signed note (ARCHIVE.hcsig).",
-        arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: SignRequest.options + [
             OptionSpec("force", help: "Replace a note for a different text (another build, version or expiry)."),
             VerifyOptions.maxSizeOption,

@@ -5,7 +5,7 @@ struct VerifyCommand: Command {
     static let spec = CommandSpec(
         name: "verify",
         summary: "Check a package folder or archive and report every problem.",
-        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst, xar).")],
+        arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [
             OptionSpec("strict", help: "Fail on warnings too."),
             VerifyOptions.maxSizeOption,

@@ -14,4 +14,6 @@ signal(SIGBUS) { _ in
     _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
     _exit(3)
 }
+// A read stuck inside libarchive ends the process with exit 1 and the archive.stalled rule (docs/SECURITY.md).
+HCPack.installStallStop()
 exit(HCPack.main(Array(CommandLine.arguments.dropFirst()), context: .process()))

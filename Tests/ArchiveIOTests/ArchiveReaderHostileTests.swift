@@ -84,6 +84,7 @@ struct ArchiveReaderHostileTests {
         try run("bsdtar", ["--format", "iso9660", "-cf", "x.iso", "tree"], in: dir.url)
         try run("bsdtar", ["--format", "7zip", "-cf", "x.7z", "tree"], in: dir.url)
         try run("bsdtar", ["-czf", "x.cpio.gz", "--format", "cpio", "tree"], in: dir.url)
+        try run("bsdtar", ["--format", "xar", "-cf", "x.xar", "tree"], in: dir.url)
         // RAR 5 signature followed by junk; random bytes; nothing at all.
         try dir.write("x.rar", [0x52, 0x61, 0x72, 0x21, 0x1A, 0x07, 0x01, 0x00] + (0..<200).map { UInt8($0 % 251) })
         var generator = SystemRandomNumberGenerator()
@@ -92,7 +93,7 @@ struct ArchiveReaderHostileTests {
 
         let expected: [(String, String?)] = [
             ("x.cpio", "cpio"), ("x.iso", "ISO 9660"), ("x.7z", "7-Zip"), ("x.rar", "RAR"),
-            ("x.cpio.gz", "gzip"), ("x.bin", nil), ("x.empty", nil),
+            ("x.cpio.gz", "gzip"), ("x.xar", "xar"), ("x.bin", nil), ("x.empty", nil),
         ]
         for (name, word) in expected {
             let error = archiveError { try drain(ArchiveReader(path: dir.path(name))) }

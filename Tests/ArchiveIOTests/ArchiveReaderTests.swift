@@ -24,7 +24,6 @@ struct ArchiveReaderTests {
         ("t.tar.bz2", "bsdtar", ["-cjf", "t.tar.bz2", "tree"]),
         ("t.tar.xz", "bsdtar", ["-cJf", "t.tar.xz", "tree"]),
         ("t.tar.zst", "bsdtar", ["--zstd", "-cf", "t.tar.zst", "tree"]),
-        ("t.xar", "bsdtar", ["--format", "xar", "-cf", "t.xar", "tree"]),
         ("t.pax", "bsdtar", ["--format", "pax", "-cf", "t.pax", "tree"]),
     ]
 

@@ -12,7 +12,6 @@ let archiveMakers: [(name: String, command: [String])] = [
     ("tar.bz2", ["bsdtar", "-cjf", "OUT", "."]),
     ("tar.xz", ["bsdtar", "-cJf", "OUT", "."]),
     ("tar.zst", ["bsdtar", "--zstd", "-cf", "OUT", "."]),
-    ("xar", ["bsdtar", "--format", "xar", "-cf", "OUT", "."]),
 ]
 
 @Suite("verify: archives")

@@ -73,6 +73,10 @@ public let hostileArchives: [HostileArchive] = [
     HostileArchive("name component over 255 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + 'n' * 300); t.close()"),
     HostileArchive("path over 4096 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + '/'.join(['d' * 200] * 25) + '/x'); t.close()"),
     HostileArchive("folders 600 deep", rules: ["content.long-path"], "t = base_tar(); tar_add(t, 'Contents/' + 'd/' * 600 + 'x'); t.close()"),
+    // Issue 18: one pax path of 444,749 bytes took 69 s of CPU while every ancestor prefix was hashed whole.
+    HostileArchive("pax path of 444,749 bytes", rules: ["content.long-path"], "t = base_tar(); tar_add(t, './' + 'a/' * 222373 + 'a'); t.close()"),
+    HostileArchive("pax path of 444 kB under a symlinked folder", rules: ["content.long-path", "archive.unsafe-path"],
+        "t = base_tar(); tar_add(t, 'Contents/l', type=tarfile.SYMTYPE, linkname='x'); tar_add(t, 'Contents/l/' + 'a/' * 222000 + 'a'); t.close()"),
     // GNU tar writes holes as a sparse map: a few KB of archive that unpack to gigabytes of zeros.
     HostileArchive("sparse entry of 10 GiB", rules: ["archive.limit-exceeded"],
         "import subprocess; os.makedirs('src/Contents'); open('src/ContentInfo.plist','wb').write(plist); open('src/Contents/a.json','wb').write(b'{}'); subprocess.run(['truncate','-s','10G','src/Contents/hole.bin'], check=True); subprocess.run(['tar','--sparse','--format=gnu','-cf','../bad.tar','ContentInfo.plist','Contents'], cwd='src', check=True)"),
@@ -128,8 +132,27 @@ public let hostileArchives: [HostileArchive] = [
         "t = base_tar('full.tar.gz', 'w:gz'); tar_add(t, 'Contents/b.bin', os.urandom(100000)); t.close(); d = open('full.tar.gz','rb').read(); open('bad.tar.gz','wb').write(d[:len(d)//2])"),
     HostileArchive("zip without central directory", file: "bad.zip", rules: ["archive.corrupt", "archive.unsupported-format"],
         "z = base_zip(); z.close(); d = open('bad.zip','rb').read(); open('bad.zip','wb').write(d[:d.find(b'PK\\x01\\x02')])"),
-    HostileArchive("stacked filters", file: "bad.tar.gz.gz", rules: ["archive.unsupported-format"],
+    HostileArchive("stacked filters", file: "bad.tar.gz.gz", rules: ["archive.nested-compression"],
         "t = base_tar('inner.tar.gz', 'w:gz'); t.close(); open('bad.tar.gz.gz','wb').write(gzip.compress(open('inner.tar.gz','rb').read()))"),
+    // Issue 18: libarchive 3.6.2's gzip filter, stacked on a gzip by bidding, never finished reading the inner
+    // header's file name (memory grew by 45 MB/s); bsdtar hangs on it too.
+    HostileArchive("gzip inside a gzip whose file-name field never ends", file: "bad.gz", rules: ["archive.nested-compression"],
+        "open('bad.gz','wb').write(gzip.compress(b'\\x1f\\x8b\\x08\\x08' + bytes(6) + b'a' * (64 << 20), 9))"),
+    HostileArchive("bzip2 inside a zstd", file: "bad.tar.bz2.zst", rules: ["archive.nested-compression"],
+        "import subprocess; t = base_tar('inner.tar.bz2', 'w:bz2'); t.close(); subprocess.run(['zstd', '-q', 'inner.tar.bz2', '-o', 'bad.tar.bz2.zst'], check=True)"),
+    // A bzip2 block of incompressible data is larger than the first 64 KiB: the check reads further.
+    HostileArchive("gzip inside a bzip2 whose first block is 900 kB", file: "bad.tar.gz.bz2", rules: ["archive.nested-compression"],
+        "import bz2; t = base_tar('inner.tar.gz', 'w:gz'); tar_add(t, 'Contents/noise.bin', os.urandom(1 << 20)); t.close(); open('bad.tar.gz.bz2','wb').write(bz2.compress(open('inner.tar.gz','rb').read()))"),
+    // Issue 18: libarchive 3.6.2's xar reader spins forever on hard links that form a loop; xar is not read at all.
+    HostileArchive("xar with a hard-link loop", file: "bad.xar", rules: ["archive.unsupported-format"],
+        """
+        toc = b'<?xml version="1.0"?><xar><toc><file id="1"><name>a</name><type>hardlink</type><link>2</link></file>'
+        toc += b'<file id="2"><name>b</name><type>hardlink</type><link>1</link></file></toc></xar>'
+        packed = zlib.compress(toc)
+        open('bad.xar','wb').write(b'xar!' + struct.pack('>HHQQI', 28, 1, len(packed), len(toc), 1) + packed)
+        """),
+    HostileArchive("any xar", file: "bad.xar", rules: ["archive.unsupported-format"],
+        "import subprocess; os.makedirs('src/Contents'); open('src/ContentInfo.plist','wb').write(plist); open('src/Contents/a.json','wb').write(b'{}'); subprocess.run(['bsdtar','--format','xar','-cf','../bad.xar','.'], cwd='src', check=True)"),
     HostileArchive("garbage after a zip", file: "bad.zip", rules: ["archive.corrupt", "archive.unsupported-format"],
         "z = base_zip(); z.close(); open('bad.zip','ab').write(os.urandom(3000))"),
     HostileArchive("random bytes", file: "bad.bin", rules: ["archive.unsupported-format"], "import random; r = random.Random(7); open('bad.bin','wb').write(bytes(r.randrange(256) for _ in range(5000)))"),

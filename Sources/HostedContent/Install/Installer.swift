@@ -127,7 +127,7 @@ public enum Installer {
         if archiveStatus.kind == .directory {
             throw HCPackError(
                 .invalidRequest,
-                "\(archive) is a folder; install reads archives (zip, tar, xar): pack the folder first (hcpack build)",
+                "\(archive) is a folder; install reads archives (zip, tar): pack the folder first (hcpack build)",
                 path: archive)
         }
         // The note and the archive file are checked before DEST is even opened.

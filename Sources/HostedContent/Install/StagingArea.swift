@@ -107,8 +107,13 @@ public final class StagingArea {
     /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
     func beginFile(_ name: String, through pipeline: HashPipeline) throws(HCPackError) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
-        // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it.
-        if PackagePath.longestComponentBytes(name) > PackagePath.maxComponentBytes { return nil }
+        // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it,
+        // and a path of 400 kB would otherwise be 200,000 nested folders. Room for the root folder's name.
+        if name.utf8.count > PackagePath.maxPathBytes + PackagePath.maxComponentBytes + 1
+            || PackagePath.longestComponentBytes(name) > PackagePath.maxComponentBytes
+        {
+            return nil
+        }
         if skippable.contains(name) {
             skipped.insert(name)
             return nil

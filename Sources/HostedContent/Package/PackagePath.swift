@@ -41,10 +41,17 @@ public enum PackagePath {
     /// "." or ".." component. (Every listed file is checked; splitting each into substrings was a tenth of
     /// verify's rule time.)
     static func isPlainRelativePath(_ path: String) -> Bool {
+        var path = path
+        return path.withUTF8 { isPlainRelativePath($0) } && !hasDriveLetter(path)
+    }
+
+    /// `isPlainRelativePath` over the bytes (a loop over contiguous bytes is several times faster than one over
+    /// `utf8`), drive letters aside.
+    private static func isPlainRelativePath(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var componentLength = 0
         var dots = 0
         var sawByte = false
-        for byte in path.utf8 {
+        for byte in bytes {
             sawByte = true
             switch byte {
             case UInt8(ascii: "/"):
@@ -61,23 +68,25 @@ public enum PackagePath {
             }
             componentLength += 1
         }
-        guard sawByte, componentLength > 0, !(dots == componentLength && dots <= 2) else { return false }
-        return !hasDriveLetter(path)
+        return sawByte && componentLength > 0 && !(dots == componentLength && dots <= 2)
     }
 
     /// The longest component of `path`, in bytes.
     static func longestComponentBytes(_ path: String) -> Int {
-        var longest = 0
-        var current = 0
-        for byte in path.utf8 {
-            if byte == UInt8(ascii: "/") {
-                current = 0
-            } else {
-                current += 1
-                longest = max(longest, current)
+        var path = path
+        return path.withUTF8 { bytes in
+            var longest = 0
+            var current = 0
+            for byte in bytes {
+                if byte == UInt8(ascii: "/") {
+                    current = 0
+                } else {
+                    current += 1
+                    longest = max(longest, current)
+                }
             }
+            return longest
         }
-        return longest
     }
 
     /// True when the first component looks like a Windows drive ("C:" or "C:x").
@@ -107,14 +116,14 @@ public enum PackagePath {
     public static func normalizeArchiveName(_ name: String) -> String {
         var result = Substring(name)
         while result.hasPrefix("./") { result = result.dropFirst(2) }
-        if result.count > 1 { while result.hasSuffix("/") { result = result.dropLast() } }
+        if result.utf8.count > 1 { while result.hasSuffix("/") { result = result.dropLast() } }
         return String(result)
     }
 
     /// Key under which two names collide on a case-insensitive, normalization-insensitive file system.
     public static func foldKey(_ path: String) -> String {
         // ASCII is already NFC and lowercases byte by byte; Foundation's Unicode path is far slower.
-        if path.utf8.allSatisfy({ $0 < 0x80 }) {
+        if isASCII(path) {
             // Already lower case (most names): the same string, sharing its storage.
             if !path.utf8.contains(where: { (0x41...0x5a).contains($0) }) { return path }
             return String(decoding: path.utf8.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
@@ -141,7 +150,14 @@ public enum PackagePath {
 
     /// Key under which two names differ only in Unicode normalization.
     public static func normalizationKey(_ path: String) -> String {
-        path.utf8.allSatisfy({ $0 < 0x80 }) ? path : path.precomposedStringWithCanonicalMapping
+        isASCII(path) ? path : path.precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether every byte of `text` is ASCII; over the contiguous bytes, several times faster than
+    /// iterating `utf8` (this runs for every entry and every listed file, twice).
+    static func isASCII(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
     }
 
     /// Resolves a symlink target lexically against the link's folder; nil when it leaves the package root.
@@ -212,7 +228,13 @@ public struct ExactPath: Hashable, Sendable {
     public static func == (lhs: ExactPath, rhs: ExactPath) -> Bool {
         var left = lhs.text
         var right = rhs.text
-        return left.withUTF8 { a in right.withUTF8 { b in a.count == b.count && a.elementsEqual(b) } }
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                guard let first = a.baseAddress, let second = b.baseAddress else { return true }  // both empty
+                return memcmp(first, second, a.count) == 0
+            }
+        }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -254,8 +254,14 @@ public enum PackageScanner {
         } catch {
             // Not an archive we read at all: a finding about the input, not an environment failure.
             var problems = ProblemList()
-            let rule: Rule = error.code == .unsupportedFormat ? .unsupportedFormat : .corrupt
-            problems.add(rule, path: "", "\(error.message); hcpack reads zip, tar (plain, gzip, bzip2, xz, zstd) and xar archives")
+            switch error.code {
+            case .unsupportedFormat:
+                problems.add(.unsupportedFormat, path: "", "\(error.message); hcpack reads zip and tar (plain, gzip, bzip2, xz, zstd) archives")
+            case .nestedCompression:
+                problems.add(.nestedCompression, path: "", error.message)
+            default:
+                problems.add(.corrupt, path: "", "\(error.message); rebuild or download the archive again")
+            }
             return PackageSnapshot(
                 origin: .archive(path: path, format: "unknown"), entries: [], contentInfoBytes: nil, scanProblems: problems,
                 isComplete: false)
@@ -275,7 +281,11 @@ public enum PackageScanner {
             case .unsupportedFormat:
                 collector.problems.add(
                     .unsupportedFormat, path: "",
-                    "\(error.message); hcpack reads zip, tar (plain, gzip, bzip2, xz, zstd) and xar archives")
+                    "\(error.message); hcpack reads zip and tar (plain, gzip, bzip2, xz, zstd) archives")
+            case .nestedCompression:
+                collector.problems.add(.nestedCompression, path: "", error.message)
+            case .stalled:
+                collector.problems.add(.stalled, path: collector.currentName, error.message)
             case .limitExceeded:
                 let rule: Rule = error.message.contains("ratio") ? .compressionRatio : .limitExceeded
                 collector.problems.add(rule, path: collector.currentName, "\(error.message); the archive was not read further")

@@ -56,6 +56,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case multipleRoots = "archive.multiple-roots"
     case compressionRatio = "archive.compression-ratio"
     case limitExceeded = "archive.limit-exceeded"
+    case nestedCompression = "archive.nested-compression"
+    case stalled = "archive.stalled"
 
     // The zip structure every zip reader works from (ZipStructureCheck).
     case zipHeaderMismatch = "zip.header-mismatch"
@@ -146,10 +148,12 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .duplicateEntry: "Two archive entries with the same name, or a file and a folder with one name."
         case .encrypted: "An encrypted archive entry."
         case .corrupt: "The archive is damaged: checksum mismatch, truncated or inconsistent."
-        case .unsupportedFormat: "Not a zip, tar (plain, gzip, bzip2, xz, zstd) or xar archive."
+        case .unsupportedFormat: "Not a zip or tar (plain, gzip, bzip2, xz, zstd) archive; xar, RAR, 7z, ISO, cpio and others are refused."
         case .multipleRoots: "The archive holds more than one package root, or no recognisable root."
         case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb)."
         case .limitExceeded: "The archive exceeds an entry-count or size limit."
+        case .nestedCompression: "A compressed stream inside a compressed stream (.tar.gz.gz); hosted content is compressed once."
+        case .stalled: "Reading the archive made no progress within the watchdog's limits; the command stopped (exit 1)."
         case .zipHeaderMismatch: "A zip entry's local header disagrees with its central directory record (name, method, CRC-32, sizes, encryption)."
         case .zipOverlappingEntries: "Zip entries whose bytes overlap or are shared, or run into the central directory."
         case .zipDuplicateName: "The zip's central directory names the same path twice."

@@ -54,7 +54,7 @@ struct PositionIndex {
 
     /// The position whose key, `keyAt(position)`, has exactly the bytes of `key` (NFC and NFD spellings differ).
     func find(exactly key: Substring, keyAt: (Int) -> String) -> Int? {
-        find(Self.exactHash(key)) { keyAt($0).utf8.elementsEqual(key.utf8) }
+        find(Self.exactHash(key)) { ExactPath(keyAt($0)) == ExactPath(key) }
     }
 
     func find(exactly key: String, keyAt: (Int) -> String) -> Int? { find(exactly: key[...], keyAt: keyAt) }
@@ -62,13 +62,13 @@ struct PositionIndex {
     /// `insert` for a key compared byte for byte, as `find(exactly:keyAt:)` does.
     @discardableResult
     mutating func insert(_ position: Int, exactly key: String, keyAt: (Int) -> String) -> Int? {
-        insert(position, hash: Self.exactHash(key)) { keyAt($0).utf8.elementsEqual(key.utf8) }
+        insert(position, hash: Self.exactHash(key)) { ExactPath(keyAt($0)) == ExactPath(key) }
     }
 
     /// `update` for a key compared byte for byte, as `find(exactly:keyAt:)` does.
     @discardableResult
     mutating func update(_ position: Int, exactly key: String, keyAt: (Int) -> String) -> Int? {
-        update(position, hash: Self.exactHash(key)) { keyAt($0).utf8.elementsEqual(key.utf8) }
+        update(position, hash: Self.exactHash(key)) { ExactPath(keyAt($0)) == ExactPath(key) }
     }
 
     /// Stores `position` unless a key that `matches` accepts is already there; returns that earlier position.

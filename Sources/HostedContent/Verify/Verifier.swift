@@ -133,8 +133,9 @@ private struct RuleChecker {
     var contentBytes: Int64 = 0
     /// Position of each entry in `snapshot.entries` by exact path (the last one, should a name repeat).
     var indexByPath: PositionIndex
-    /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries).
-    var impliedFolders: Set<ExactPath> = []
+    /// Folders that exist only implicitly, as prefixes of entry names (archives may omit folder entries);
+    /// symlink entries are marked in it, for `symlinkAncestor`.
+    var impliedFolders = FolderTree()
     /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
     var hasSymlinks = false
 
@@ -149,11 +150,12 @@ private struct RuleChecker {
         for (index, entry) in entries.enumerated() {
             indexByPath.update(index, exactly: entry.path) { entries[$0].path }
             if entry.kind == .symlink { hasSymlinks = true }
-            var parent = Substring(entry.path)
-            while let slash = parent.lastIndex(of: "/") {
-                parent = parent[..<slash]
-                if !impliedFolders.insert(ExactPath(parent)).inserted { break }
-            }
+            impliedFolders.addAncestors(of: entry.path)
+        }
+        // A name that repeats counts as what its last entry is, as `entry(_:)` finds it. Marked after every
+        // folder is known: only a symlink that other entries lie in matters.
+        for entry in entries where entry.kind == .symlink && self.entry(entry.path)?.kind == .symlink {
+            impliedFolders.mark(entry.path)
         }
     }
 
@@ -177,7 +179,7 @@ private struct RuleChecker {
     func entry(_ path: String) -> PackageEntry? { entry(path[...]) }
 
     func isFolder(_ path: String) -> Bool {
-        guard let found = entry(path) else { return impliedFolders.contains(ExactPath(path)) }
+        guard let found = entry(path) else { return impliedFolders.contains(path) }
         return found.kind == .directory
     }
 
@@ -207,7 +209,7 @@ private struct RuleChecker {
     mutating func checkFileFolderClashes() {
         for entry in snapshot.entries
         where entry.kind != .directory && entry.kind != .symlink && entry.path != Verifier.contentsFolder
-            && impliedFolders.contains(ExactPath(entry.path))
+            && impliedFolders.contains(entry.path)
         {
             problems.add(
                 .duplicateEntry, path: entry.path,
@@ -302,7 +304,7 @@ private struct RuleChecker {
                 if entry.kind != .file {
                     problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
                 }
-            } else if impliedFolders.contains(ExactPath(full)) {
+            } else if impliedFolders.contains(full) {
                 problems.add(.filesNotRegular, path: full, "listed in Files but is a folder; list the files inside it instead")
             } else if snapshot.isComplete {
                 problems.add(.filesNotFound, path: full, "listed in Files but not present under Contents/; add the file or remove it from Files")
@@ -429,15 +431,10 @@ private struct RuleChecker {
         return false
     }
 
-    /// The first folder of `path` that is a symlink entry, if any.
+    /// The first folder of `path` that is a symlink entry, if any (a walk down `impliedFolders`, so the cost
+    /// grows with the path's length, not its square).
     func symlinkAncestor(of path: String) -> String? {
-        var end = path.startIndex
-        while let slash = path[end...].firstIndex(of: "/") {
-            let prefix = path[..<slash]
-            if entry(prefix)?.kind == .symlink { return String(prefix) }
-            end = path.index(after: slash)
-        }
-        return nil
+        impliedFolders.firstMarkedAncestor(of: path).map(String.init)
     }
 
     /// `a + b`, clamped to `Int64.min...Int64.max` instead of trapping.
