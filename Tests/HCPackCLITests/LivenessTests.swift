@@ -53,7 +53,7 @@ struct LivenessTests {
         #expect(folder.read("dest/mine.txt") == Array("the user's own file".utf8))
         // A later install (here of a valid package) removes the stopped run's staging folder.
         writeValidPackage(in: folder, root: "pkg")
-        run("zip", ["-qrX", folder.url("good.zip"), "."], in: folder.url("pkg"))
+        zipFolder(folder.url("pkg"), to: folder.url("good.zip"))  // UTF-8-flagged names (Info-ZIP sets none)
         let rerun = hcpack(["install", folder.url("good.zip"), "--dest", dest])
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let records = (try? FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack")) ?? []
@@ -68,7 +68,7 @@ struct LivenessTests {
             in: folder.path)
         try #require(made.status == 0, "\(made.output)")
         writeValidPackage(in: folder, root: "pkg")
-        run("zip", ["-qrX", folder.url("good.zip"), "."], in: folder.url("pkg"))
+        zipFolder(folder.url("pkg"), to: folder.url("good.zip"))  // UTF-8-flagged names (Info-ZIP sets none)
         folder.makeFolder("dest")
         let bad = folder.url("bad.gz")
         let runs = [

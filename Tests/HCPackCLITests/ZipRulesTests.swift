@@ -141,7 +141,7 @@ let zipRuleCases: [ZipRuleCase] = {
             "an extra field running past the extra area", "archive.corrupt",
             .package([entry("Contents/b.json") { $0.centralExtra = le16(0xcafe) + le16(40) + [1, 2, 3] }])),
         ZipRuleCase(
-            "bytes before the zip, offsets not moved (a self-extractor's stub)", "archive.corrupt",
+            "bytes before the zip, offsets not moved (a self-extractor's stub)", "archive.unsupported-format",
             python:
                 "z = zipfile.ZipFile(out, 'w'); base(z); z.close(); d = open(out, 'rb').read(); open(out, 'wb').write(b'MZ' + bytes(98) + d)"
         ),
