@@ -65,15 +65,7 @@ struct BuildCommand: Command {
             options.compression = parsed
         }
         options.excludes = arguments.values("exclude")
-        if let epoch = try arguments.integer("source-date-epoch") {
-            guard epoch >= 0 else { throw UsageError("--source-date-epoch must not be negative", command: name) }
-            options.sourceDateEpoch = epoch
-        } else if let text = context.environment["SOURCE_DATE_EPOCH"], !text.isEmpty {
-            guard let epoch = Int64(text), epoch >= 0 else {
-                throw UsageError("SOURCE_DATE_EPOCH must be a whole number of seconds, got '\(text)'", command: name)
-            }
-            options.sourceDateEpoch = epoch
-        }
+        options.sourceDateEpoch = try Self.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
         try options.verify.applyMaxSize(arguments, command: name)
         self.options = options
