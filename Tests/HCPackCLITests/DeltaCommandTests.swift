@@ -230,3 +230,31 @@ func sha256Hex(_ bytes: [UInt8]) -> String {
     let path = folder.write("bytes", bytes)
     return String(run("sha256sum", [path]).output.prefix(64))
 }
+
+@Suite("inspect and diff understand deltas")
+struct DeltaInspectTests {
+    @Test("inspect names a delta's base and the files it leaves to DEST; diff OLD PATCH equals diff OLD NEW")
+    func inspectAndDiff() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let inspected = hcpack(["inspect", patch, "--json"])
+        #expect(inspected.status == 0)
+        let delta = try #require(jsonObject(inspected.stdout)?["delta"] as? [String: Any])
+        #expect(delta["baseVersion"] as? String == "1.0" && delta["carried"] as? Int == 3)
+        #expect(delta["fromBase"] as? [String] == ["art/Café.txt", "index.json", "levels/2.json"])
+        #expect(hcpack(["inspect", patch]).stdout.contains("Delta:        from version 1.0"))
+
+        let viaDelta = try #require(jsonObject(hcpack(["diff", v1, patch, "--json"]).stdout))
+        let viaFull = try #require(jsonObject(hcpack(["diff", v1, v2, "--json"]).stdout))
+        for key in ["added", "removed", "changed", "unchanged", "counts", "sizeDelta"] {
+            #expect(
+                (try? JSONSerialization.data(withJSONObject: viaDelta[key] ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]))
+                    == (try? JSONSerialization.data(withJSONObject: viaFull[key] ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed])),
+                "\(key)")
+        }
+        #expect((viaDelta["new"] as? [String: Any])?["deltaBaseVersion"] as? String == "1.0")
+        #expect(hcpack(["diff", v1, patch]).stdout.contains("a delta from 1.0"))
+    }
+}
