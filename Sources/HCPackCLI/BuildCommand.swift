@@ -16,15 +16,11 @@ struct BuildCommand: Command {
                 "product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (required for a plain folder; overrides the plist)."),
             OptionSpec("format", value: "zip|tar.gz|dir", help: "Output format (default: from OUTPUT's extension, else zip)."),
-            OptionSpec(
-                "compression", value: "auto|store|deflate",
-                help: "Zip entry compression (default auto: store what does not shrink)."),
+            compressionOption,
             OptionSpec(
                 "exclude", value: "GLOB", repeatable: true,
                 help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
-            OptionSpec(
-                "source-date-epoch", value: "N",
-                help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            sourceDateEpochOption,
             VerifyOptions.maxSizeOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the archive built (ARCHIVE.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
@@ -58,12 +54,7 @@ struct BuildCommand: Command {
             }
             options.format = parsed
         }
-        if let compression = arguments.value("compression") {
-            guard let parsed = CompressionPolicy(rawValue: compression) else {
-                throw UsageError("--compression must be auto, store or deflate, got '\(compression)'", command: name)
-            }
-            options.compression = parsed
-        }
+        options.compression = try Self.compression(arguments, command: name) ?? options.compression
         options.excludes = arguments.values("exclude")
         options.sourceDateEpoch = try Self.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")

@@ -109,14 +109,7 @@ struct VerifyCatalogCommand: Command {
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         let name = Self.spec.name
         path = context.absolutePath(arguments.argument(0) ?? "")
-        var keys: [VerifierKey] = []
-        for value in arguments.values("trusted-key") {
-            do {
-                keys += try VerifierKey.load(value, relativeTo: context.currentDirectory)
-            } catch {
-                throw UsageError(error.message, command: name)
-            }
-        }
+        let keys = try SigningOptions.trustedKeys(arguments, context: context, command: name)
         guard !keys.isEmpty else { throw UsageError("missing --trusted-key PUB (the keys the catalog must be signed by)", command: name) }
         let minimum = try arguments.integer("min-serial") ?? 0
         guard minimum >= 0 else { throw UsageError("--min-serial must not be negative", command: name) }

@@ -12,12 +12,7 @@ struct DeltaCommand: Command {
         options: [
             OptionSpec("output", short: "o", value: "PATCH", help: "Where to write the delta archive (required)."),
             OptionSpec("format", value: "zip|tar.gz", help: "Archive format (default: from PATCH's extension, else zip)."),
-            OptionSpec(
-                "compression", value: "auto|store|deflate",
-                help: "Zip entry compression (default auto: store what does not shrink)."),
-            OptionSpec(
-                "source-date-epoch", value: "N",
-                help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            BuildCommand.compressionOption, BuildCommand.sourceDateEpochOption,
             VerifyOptions.maxSizeOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the delta (PATCH.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
@@ -53,12 +48,7 @@ struct DeltaCommand: Command {
             }
             options.format = parsed
         }
-        if let compression = arguments.value("compression") {
-            guard let parsed = CompressionPolicy(rawValue: compression) else {
-                throw UsageError("--compression must be auto, store or deflate, got '\(compression)'", command: name)
-            }
-            options.compression = parsed
-        }
+        options.compression = try BuildCommand.compression(arguments, command: name) ?? options.compression
         options.sourceDateEpoch = try BuildCommand.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
         try options.verify.applyMaxSize(arguments, command: name)
@@ -115,6 +105,20 @@ struct DeltaCommand: Command {
 }
 
 extension BuildCommand {
+    static let compressionOption = OptionSpec(
+        "compression", value: "auto|store|deflate", help: "Zip entry compression (default auto: store what does not shrink).")
+    static let sourceDateEpochOption = OptionSpec(
+        "source-date-epoch", value: "N", help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01).")
+
+    /// `--compression`, when given.
+    static func compression(_ arguments: ParsedArguments, command: String) throws(UsageError) -> CompressionPolicy? {
+        guard let compression = arguments.value("compression") else { return nil }
+        guard let parsed = CompressionPolicy(rawValue: compression) else {
+            throw UsageError("--compression must be auto, store or deflate, got '\(compression)'", command: command)
+        }
+        return parsed
+    }
+
     /// `--source-date-epoch N`, else `$SOURCE_DATE_EPOCH`, else the zip epoch.
     static func sourceDateEpoch(_ arguments: ParsedArguments, context: Context, command: String) throws(UsageError) -> Int64 {
         if let epoch = try arguments.integer("source-date-epoch") {

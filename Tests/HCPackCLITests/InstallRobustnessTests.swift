@@ -128,23 +128,9 @@ struct InstallRobustnessTests {
             }
             // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt: 104 in an
             // upgrade), half after a random delay.
-            let child: ChildInstall
-            if useStrace && index < 12 {
-                let when = 1 + (index * 37) % 104
-                child = ChildInstall(
-                    "/usr/bin/env",
-                    [
-                        "strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)",
-                        binary, "install", v2, "--dest", dest,
-                    ])
-                try child.start()
-            } else {
-                child = ChildInstall(binary, ["install", v2, "--dest", dest])
-                try child.start()
-                usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
-                kill(child.process.processIdentifier, SIGKILL)
-            }
-            let outcome = child.finish()
+            let outcome = try Self.killedInstall(
+                binary, v2, dest, atRename: useStrace && index < 12 ? 1 + (index * 37) % 104 : nil, within: duration,
+                using: &generator)
             if outcome.killed || outcome.status != 0 { killedRuns += 1 }
 
             // The invariant: every file at a final path is whole, one version's bytes or the user's own.
@@ -160,6 +146,27 @@ struct InstallRobustnessTests {
             try? FileManager.default.removeItem(atPath: dest)
         }
         #expect(killedRuns >= 12, "most runs were interrupted (\(killedRuns) of 24)")
+    }
+
+    /// Runs `install archive --dest dest`, killed at the `atRename`-th rename (strace), or without it after a
+    /// random delay up to `within` seconds.
+    static func killedInstall(
+        _ binary: String, _ archive: String, _ dest: String, atRename: Int?, within duration: TimeInterval,
+        using generator: inout SystemRandomNumberGenerator
+    ) throws -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
+        let install = [binary, "install", archive, "--dest", dest]
+        if let when = atRename {
+            let child = ChildInstall(
+                "/usr/bin/env",
+                ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)"] + install)
+            try child.start()
+            return child.finish()
+        }
+        let child = ChildInstall(binary, Array(install.dropFirst()))
+        try child.start()
+        usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
+        kill(child.process.processIdentifier, SIGKILL)
+        return child.finish()
     }
 
     @Test("SIGKILL at any point of a delta install leaves only whole files, and rerunning the delta reaches the full upgrade")
@@ -199,22 +206,8 @@ struct InstallRobustnessTests {
             copyTree(withV1, to: dest)
             // Half the runs die at the K-th rename (journal, 31 files, the stale file, the receipt), half after
             // a random delay.
-            let child: ChildInstall
-            if useStrace && index < 8 {
-                child = ChildInstall(
-                    "/usr/bin/env",
-                    [
-                        "strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(1 + index * 5)",
-                        binary, "install", delta, "--dest", dest,
-                    ])
-                try child.start()
-            } else {
-                child = ChildInstall(binary, ["install", delta, "--dest", dest])
-                try child.start()
-                usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
-                kill(child.process.processIdentifier, SIGKILL)
-            }
-            let outcome = child.finish()
+            let outcome = try Self.killedInstall(
+                binary, delta, dest, atRename: useStrace && index < 8 ? 1 + index * 5 : nil, within: duration, using: &generator)
             if outcome.killed || outcome.status != 0 { killedRuns += 1 }
             for (path, data) in regularFiles(dest) {
                 #expect(data == v2Files[path] || data == v1Files[path], "run \(index): \(path) holds \(data.count) bytes that are no version's")

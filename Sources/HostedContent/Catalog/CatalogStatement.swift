@@ -36,33 +36,13 @@ public struct CatalogStatement: Sendable, Equatable {
 
     /// Parses a note text; any other line, order or spelling is malformed.
     public init(text bytes: [UInt8]) throws(NoteFormatError) {
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard text.hasSuffix("\n") else { throw NoteFormatError(message: "the text does not end in a line feed") }
-        let lines = text.dropLast().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.first == Self.header else {
-            throw NoteFormatError(message: "the text does not start with '\(Self.header)'; it is not an hcpack catalog statement")
+        let text = try StatementText(bytes, header: Self.header, kind: "catalog", counts: [3, 4])
+        let digest = try text.hex(1, "catalog-sha256")
+        let serialText = try text.value(2, "serial")
+        guard serialText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let serial = Int64(serialText) else {
+            throw NoteFormatError(message: "line 3: serial is not a whole number")
         }
-        guard lines.count == 3 || lines.count == 4 else {
-            throw NoteFormatError(message: "the text has \(lines.count) lines; an hcpack catalog statement has 3, or 4 with expires")
-        }
-        func value(_ index: Int, _ key: String) throws(NoteFormatError) -> String {
-            guard lines[index].hasPrefix(key + " ") else {
-                throw NoteFormatError(message: "line \(index + 1) of the text is not '\(key) ...'")
-            }
-            return String(lines[index].dropFirst(key.count + 1))
-        }
-        let digest = try value(1, "catalog-sha256")
-        guard DeltaBase.isHexDigest(digest) else { throw NoteFormatError(message: "line 2: catalog-sha256 is not 64 lower-case hex digits") }
-        let serialText = try value(2, "serial")
-        guard let serial = Int64(serialText), serial >= 0 else { throw NoteFormatError(message: "line 3: serial is not a whole number") }
-        var expires: Date?
-        if lines.count == 4 {
-            let stamp = try value(3, "expires")
-            guard let date = UTCTimestamp.parse(stamp) else {
-                throw NoteFormatError(message: "line 4: expires '\(stamp)' is not a UTC time such as 2027-01-01T00:00:00Z")
-            }
-            expires = date
-        }
+        let expires = try text.expires(3)
         self.init(catalogSHA256: digest, serial: serial, expires: expires)
         guard self.text.utf8.elementsEqual(bytes) else {
             throw NoteFormatError(message: "the text is not in canonical form (docs/self-hosting.md gives it exactly)")

@@ -78,7 +78,9 @@ extension InstallSession {
             case .absent:
                 damaged.append("\(location) is missing")
             case .file(let size):
-                if try matches(file.path, size: size, [file.record]) == nil {
+                if let found = try matches(file.path, size: size, [file.record]) {
+                    hashedInPlace[file.path] = found  // planning finds it in place without reading it again
+                } else {
                     damaged.append("\(location) changed since it was installed (\(target) has \(file.size) bytes, SHA-256 \(file.sha256))")
                 }
             case .other(let kind):

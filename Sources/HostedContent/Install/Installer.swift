@@ -165,6 +165,9 @@ final class InstallSession {
     var signature: ArchiveSignatureCheck?
     /// SHA-256 of the installed version's full ContentInfo.plist, for the receipt (a delta names its target's).
     var plistSHA256: String?
+    /// Files of DEST hashed already by this install (a delta's carried-over files), so planning does not read
+    /// them a second time.
+    var hashedInPlace: [String: FileRecord] = [:]
 
     init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
         self.options = options
@@ -451,6 +454,7 @@ final class InstallSession {
     func matches(_ path: String, size: Int64, _ records: [FileRecord?]) throws(HCPackError) -> FileRecord? {
         let candidates = records.compactMap { $0 }.filter { $0.size == size }
         if candidates.isEmpty { return nil }
+        if let known = hashedInPlace[path], known.size == size { return candidates.first { $0 == known } }
         guard let actual = try digest(path) else { return nil }
         return candidates.first { $0 == actual }
     }
