@@ -5,6 +5,7 @@ Each pair runs alternately, REPS times; the table shows median wall seconds, pea
 /usr/bin/time -v reports as "Maximum resident set size") and the ratio hcpack / baseline.
 """
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -20,6 +21,8 @@ MANY_SMALL = os.environ.get("MANY_SMALL", "") not in ("", "0")
 # BENCH_TMPFS=1: outputs and install folders on a tmpfs mounted for the run (the corpus stays on disk, read into
 # the page cache before every timed run), so what is timed is the commands' own work, not the disk's.
 TMPFS = os.environ.get("BENCH_TMPFS", "") not in ("", "0")
+# ONLY=delta runs only the delta figures (issue 14); ONLY=main only the comparisons with zip, unzip, bsdtar.
+ONLY = os.environ.get("ONLY", "")
 # SCALE=8 is just over hosted content's 2 GB default limit.
 NO_SIZE_LIMIT = ["--max-size", str(1 << 40)]
 
@@ -124,6 +127,80 @@ def pair(label, ours, theirs, inputs, reps=REPS):
     return label, row, ratio
 
 
+def copies(source, path):
+    """A fresh copy of the folder `source` per run, `path-1`, `path-2`, ... (see `unique`)."""
+    counter = [0]
+    def reset():
+        counter[0] += 1
+        target = f"{path}-{counter[0]}"
+        subprocess.run(["cp", "-a", source, target], check=True)
+        return target
+    return reset
+
+
+def delta_bench(corpus):
+    """Issue 14: version 1.1 of the corpus with 5% of its files changed (same sizes, new bytes), as a full
+    archive and as a delta from 1.0; the delta's size against the full archive and against the changed files
+    zipped alone, and installing 1.1 over 1.0 through the delta against the full archive."""
+    out = os.path.join(WORK, "delta")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    newer = os.path.join(out, "corpus-1.1")
+    shutil.copytree(corpus, newer)
+    contents = os.path.join(newer, "Contents")
+    files = sorted(os.path.relpath(os.path.join(d, f), contents) for d, _, fs in os.walk(contents) for f in fs)
+    rng = random.Random(14)
+    changed = files[::20]
+    for name in changed:
+        path = os.path.join(contents, name)
+        size = os.path.getsize(path)
+        with open(path, "wb") as handle:
+            handle.write(rng.randbytes(size) if name.endswith((".mp4", ".jpg")) else
+                         bytes(rng.choice(b"abcdefghij {}:,\n") for _ in range(size)))
+    plist = os.path.join(newer, "ContentInfo.plist")
+    with open(plist) as handle:
+        text = handle.read().replace("<string>1.0</string>", "<string>1.1</string>")
+    with open(plist, "w") as handle:
+        handle.write(text)
+    v1, v2, patch = (os.path.join(out, name) for name in ("v1.zip", "v2.zip", "delta.zip"))
+    subprocess.run([HCPACK, "build", corpus, "-o", v1, "--quiet"] + NO_SIZE_LIMIT, check=True)
+    subprocess.run([HCPACK, "build", newer, "-o", v2, "--quiet"] + NO_SIZE_LIMIT, check=True)
+    start = time.perf_counter()
+    subprocess.run([HCPACK, "delta", v1, v2, "-o", patch, "--quiet"] + NO_SIZE_LIMIT, check=True)
+    delta_seconds = time.perf_counter() - start
+    alone = os.path.join(out, "changed-alone.zip")
+    subprocess.run(["zip", "-q", "-X", alone, "-@"], cwd=contents, input="\n".join(changed).encode(), check=True)
+    base = os.path.join(out, "base")
+    os.makedirs(base)
+    subprocess.run([HCPACK, "install", v1, "--dest", base, "--quiet"] + NO_SIZE_LIMIT, check=True)
+    through, full = os.path.join(out, "through-delta"), os.path.join(out, "full")
+    reps = min(REPS, 3)
+    row = pair("install 1.1 over 1.0: delta vs full archive",
+               ([HCPACK, "install", patch, "--dest", "{dir}", "--quiet"] + NO_SIZE_LIMIT, None, copies(base, through)),
+               ([HCPACK, "install", v2, "--dest", "{dir}", "--quiet"] + NO_SIZE_LIMIT, None, copies(base, full)),
+               [patch, v2], reps=reps)
+    changed_bytes = sum(os.path.getsize(os.path.join(contents, name)) for name in changed)
+    sizes = {name: os.path.getsize(path) for name, path in (("full", v2), ("delta", patch), ("alone", alone))}
+    shutil.rmtree(out)
+    os.sync()
+    (_, w1, r1), (_, w2, r2) = row[1]
+    ratio = row[2]
+    print(f"delta (issue 14): {len(changed)} of {len(files)} files changed ({changed_bytes / 2**20:.1f} MiB); "
+          f"{reps} alternating runs each, medians")
+    print()
+    print("| archive | bytes | vs full |")
+    print("| --- | ---: | ---: |")
+    print(f"| full 1.1 archive (`hcpack build`) | {sizes['full']} | 1.000 |")
+    print(f"| delta 1.0 -> 1.1 (`hcpack delta`, {delta_seconds:.2f} s to make) | {sizes['delta']} | {sizes['delta'] / sizes['full']:.3f} |")
+    print(f"| the changed files alone (`zip -q`) | {sizes['alone']} | {sizes['alone'] / sizes['full']:.3f} |")
+    print()
+    print("| install 1.1 over 1.0 | s | peak RSS MiB |")
+    print("| --- | ---: | ---: |")
+    print(f"| through the delta | {w1:.2f} | {r1 / 1024:.1f} |")
+    print(f"| full archive | {w2:.2f} | {r2 / 1024:.1f} |")
+    print(f"| ratio | {ratio:.2f} | |")
+
+
 def main():
     corpus = os.path.join(WORK, "corpus")
     if not os.path.isdir(corpus):
@@ -131,6 +208,9 @@ def main():
         if MANY_SMALL:
             args.append("--many-small")
         subprocess.run(args, check=True)
+    if ONLY == "delta":
+        delta_bench(corpus)
+        return
     contents = os.path.join(corpus, "Contents")
     out = os.path.join(WORK, "tmp")
     ram = os.path.join(WORK, "ram")
@@ -200,6 +280,9 @@ def main():
     growth = sizes[0] / sizes[1] - 1
     print(f"archive sizes: hcpack {sizes[0]} bytes, zip {sizes[1]} bytes ({growth * 100:+.2f}%)")
     print()
+    if ONLY != "main" and not TMPFS:  # once per `make bench`, with the disk mode
+        delta_bench(corpus)
+        print()
     if MANY_SMALL:
         # Issue 5's ratios are for the default and SCALE=8 corpora; this one checks growth with the file count.
         print(f"per file: build {rows[0][1][0][1] / count * 1000:.3f} ms, verify {rows[2][1][0][1] / count * 1000:.3f} ms, "

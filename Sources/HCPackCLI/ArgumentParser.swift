@@ -78,7 +78,7 @@ public struct ParsedArguments: Sendable {
             let missing = spec.arguments[positionals.count].name
             throw UsageError("missing argument \(missing)", command: spec.name)
         }
-        if positionals.count > spec.arguments.count {
+        if positionals.count > spec.arguments.count && spec.arguments.last?.isRepeatable != true {
             throw UsageError("unexpected argument '\(positionals[spec.arguments.count])'", command: spec.name)
         }
     }
@@ -91,6 +91,9 @@ public struct ParsedArguments: Sendable {
 
     /// All values of a repeatable option, in order.
     public func values(_ name: String) -> [String] { values[name] ?? [] }
+
+    /// The positional arguments from `index` on (a repeatable last argument's values).
+    public func arguments(from index: Int) -> [String] { index < positionals.count ? Array(positionals[index...]) : [] }
 
     /// The positional argument at `index`, when given.
     public func argument(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }

@@ -16,15 +16,11 @@ struct BuildCommand: Command {
                 "product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (required for a plain folder; overrides the plist)."),
             OptionSpec("format", value: "zip|tar.gz|dir", help: "Output format (default: from OUTPUT's extension, else zip)."),
-            OptionSpec(
-                "compression", value: "auto|store|deflate",
-                help: "Zip entry compression (default auto: store what does not shrink)."),
+            compressionOption,
             OptionSpec(
                 "exclude", value: "GLOB", repeatable: true,
                 help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
-            OptionSpec(
-                "source-date-epoch", value: "N",
-                help: "Timestamp of every entry (default $SOURCE_DATE_EPOCH, else 315532800, 1980-01-01)."),
+            sourceDateEpochOption,
             VerifyOptions.maxSizeOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the archive built (ARCHIVE.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
@@ -58,22 +54,9 @@ struct BuildCommand: Command {
             }
             options.format = parsed
         }
-        if let compression = arguments.value("compression") {
-            guard let parsed = CompressionPolicy(rawValue: compression) else {
-                throw UsageError("--compression must be auto, store or deflate, got '\(compression)'", command: name)
-            }
-            options.compression = parsed
-        }
+        options.compression = try Self.compression(arguments, command: name) ?? options.compression
         options.excludes = arguments.values("exclude")
-        if let epoch = try arguments.integer("source-date-epoch") {
-            guard epoch >= 0 else { throw UsageError("--source-date-epoch must not be negative", command: name) }
-            options.sourceDateEpoch = epoch
-        } else if let text = context.environment["SOURCE_DATE_EPOCH"], !text.isEmpty {
-            guard let epoch = Int64(text), epoch >= 0 else {
-                throw UsageError("SOURCE_DATE_EPOCH must be a whole number of seconds, got '\(text)'", command: name)
-            }
-            options.sourceDateEpoch = epoch
-        }
+        options.sourceDateEpoch = try Self.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
         try options.verify.applyMaxSize(arguments, command: name)
         self.options = options

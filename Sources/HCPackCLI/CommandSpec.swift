@@ -38,13 +38,19 @@ public struct ArgumentSpec: Sendable {
     public var isOptional: Bool
     /// The only values accepted, when the argument is one word of a fixed set (completions offer them).
     public var choices: [String]
+    /// The last argument only: it takes every remaining value ("ARCHIVE...").
+    public var isRepeatable: Bool
 
-    public init(_ name: String, optional: Bool = false, choices: [String] = [], help: String) {
+    public init(_ name: String, optional: Bool = false, repeatable: Bool = false, choices: [String] = [], help: String) {
         self.name = name
         self.help = help
         self.isOptional = optional
+        self.isRepeatable = repeatable
         self.choices = choices
     }
+
+    /// The name as usage shows it ("ARCHIVE..." when repeatable).
+    public var usageName: String { isRepeatable ? name + "..." : name }
 }
 
 /// The declaration of one subcommand.
@@ -68,7 +74,7 @@ public struct CommandSpec: Sendable {
     public var usage: String {
         var parts = ["hcpack", name]
         if options.count > 1 { parts.append("[options]") }
-        for argument in arguments { parts.append(argument.isOptional ? "[\(argument.name)]" : argument.name) }
+        for argument in arguments { parts.append(argument.isOptional ? "[\(argument.usageName)]" : argument.usageName) }
         return parts.joined(separator: " ")
     }
 

@@ -58,8 +58,9 @@ struct DiffCommand: Command {
         let identity = [info.productIdentifier, info.contentVersion].compactMap { $0 }.map(PackagePath.printable).joined(
             separator: " ")
         let basis = side.usesFilesList ? "Files list" : "all files under Contents/"
+        let delta = side.delta.map { "; a delta from \($0.baseVersion), counted as the full version" } ?? ""
         return
-            "\(identity.isEmpty ? "no identity" : identity); \(ReportRendering.plural(side.files.count, "file")), \(side.bytes) bytes (\(basis))"
+            "\(identity.isEmpty ? "no identity" : identity); \(ReportRendering.plural(side.files.count, "file")), \(side.bytes) bytes (\(basis)\(delta))"
     }
 
     static func text(_ diff: PackageDiff, oldLabel: String, newLabel: String) -> String {
@@ -100,6 +101,7 @@ struct DiffCommand: Command {
             ("usesFilesList", .bool(side.usesFilesList)),
             ("files", .number(Int64(side.files.count))),
             ("bytes", .number(side.bytes)),
+            ("deltaBaseVersion", side.delta.map { .string($0.baseVersion) } ?? .null),
         ])
     }
 

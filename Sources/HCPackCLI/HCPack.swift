@@ -26,8 +26,8 @@ public enum HCPack {
 
     static var commands: [any Command.Type] {
         [
-            InitCommand.self, BuildCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
-            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+            InitCommand.self, BuildCommand.self, DeltaCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
+            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, CatalogCommand.self, VerifyCatalogCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
         ]
     }
 

@@ -36,7 +36,9 @@ struct InspectCommand: Command {
         }
         let inspection = try Inspector.inspect(path)
         if json {
-            context.out(Self.json(inspection, path: path).rendered() + "\n")
+            var object = Self.json(inspection, path: path)
+            if let delta = inspection.report.deltaBase { object = object.appending("delta", Self.json(delta, inspection)) }
+            context.out(object.rendered() + "\n")
         } else {
             context.out(Self.text(inspection, label: label))
         }
@@ -51,7 +53,7 @@ struct InspectCommand: Command {
 
     /// Keys shown in their own fields rather than under "other keys".
     static let ownKeys: Set<String> = [
-        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey,
+        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey, DeltaBase.key,
     ]
 
     static func source(_ inspection: PackageInspection) -> (kind: String, format: String?) {
@@ -82,6 +84,11 @@ struct InspectCommand: Command {
             text += "  Files list:   \(listed)\n"
             let records = (try? info.parseIntegrity()).flatMap { $0 }.map { "\($0.count) records" } ?? "absent"
             text += "  Integrity:    \(records)\n"
+            if let delta = report.deltaBase {
+                let fromBase = Self.fromBase(inspection)
+                text += "  Delta:        from version \(delta.baseVersion) (its plist's SHA-256 \(delta.basePlistSHA256)); carries "
+                text += "\(inspection.files.count) of \(info.files?.count ?? 0) listed files, \(fromBase.count) come from the installed base\n"
+            }
             var others = info.dictionary
             for key in ownKeys { others[key] = nil }
             if others.entries.isEmpty {
@@ -113,6 +120,21 @@ struct InspectCommand: Command {
             }
         }
         return text + "\n"
+    }
+
+    /// A delta's listed files that it does not carry: the installed base must hold them.
+    static func fromBase(_ inspection: PackageInspection) -> [String] {
+        let carried = Set(inspection.files.map(\.path))
+        return (inspection.contentInfo?.files ?? []).filter { !carried.contains($0) }.sorted()
+    }
+
+    /// `delta` in inspect's JSON, for a delta package.
+    static func json(_ delta: DeltaBase, _ inspection: PackageInspection) -> JSONValue {
+        .object([
+            ("baseVersion", .string(delta.baseVersion)), ("basePlistSHA256", .string(delta.basePlistSHA256)),
+            ("targetPlistSHA256", .string(delta.targetPlistSHA256)), ("carried", .number(Int64(inspection.files.count))),
+            ("fromBase", .array(fromBase(inspection).map(JSONValue.string))),
+        ])
     }
 
     static func json(_ inspection: PackageInspection, path: String) -> JSONValue {

@@ -20,15 +20,21 @@ enum SigningOptions {
             }
             return nil
         }
+        let keys = try trustedKeys(arguments, context: context, command: command)
+        return SignaturePolicy(trustedKeys: keys, signaturePath: arguments.value("signature").map(context.absolutePath))
+    }
+
+    /// Every key of every `--trusted-key`.
+    static func trustedKeys(_ arguments: ParsedArguments, context: Context, command: String) throws(UsageError) -> [VerifierKey] {
         var keys: [VerifierKey] = []
-        for value in values {
+        for value in arguments.values("trusted-key") {
             do {
                 keys += try VerifierKey.load(value, relativeTo: context.currentDirectory)
             } catch {
                 throw UsageError(error.message, command: command)
             }
         }
-        return SignaturePolicy(trustedKeys: keys, signaturePath: arguments.value("signature").map(context.absolutePath))
+        return keys
     }
 
     /// `--expires`, parsed against the current time; nil when not given.

@@ -47,17 +47,36 @@ struct VerifyCommand: Command {
         if let budgetPath { options.budget = try SizeBudget.load(budgetPath) }
         let (report, summary) = try verifyWithSignature(options)
         let valid = report.isValid(strict: strict)
+        let delta = report.deltaBase
         if json {
-            let object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
+            var object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
+            if let delta { object = object.appending("delta", Self.json(delta, report)) }
             context.out(object.rendered() + "\n")
         } else if !quiet {
-            context.out(SigningOptions.text(summary) + ReportRendering.text(report, label: path, strict: strict))
+            let deltaLine = delta.map { Self.text($0, report) } ?? ""
+            context.out(SigningOptions.text(summary) + deltaLine + ReportRendering.text(report, label: path, strict: strict))
         }
         return valid ? ExitCode.success : ExitCode.invalid
     }
 }
 
 extension VerifyCommand {
+    /// `delta` in verify's JSON: the base it applies to, and the files it carries.
+    static func json(_ delta: DeltaBase, _ report: VerificationReport) -> JSONValue {
+        .object([
+            ("baseVersion", .string(delta.baseVersion)),
+            ("basePlistSHA256", .string(delta.basePlistSHA256)),
+            ("files", .number(Int64(report.contentFileCount))),
+            ("bytes", .number(report.contentBytes)),
+        ])
+    }
+
+    /// One line about a delta, for verify's text report.
+    static func text(_ delta: DeltaBase, _ report: VerificationReport) -> String {
+        "delta: applies to version \(delta.baseVersion) (plist SHA-256 \(delta.basePlistSHA256)); carries "
+            + "\(ReportRendering.plural(report.contentFileCount, "file")) (\(report.contentBytes) bytes) of \(report.listedFileCount) listed\n"
+    }
+
     /// The report, and for an archive what its signed note says (required with --trusted-key).
     func verifyWithSignature(_ options: VerifyOptions) throws(HCPackError) -> (VerificationReport, SignatureSummary?) {
         let isFolder = try FileSystem.status(path)?.kind == .directory

@@ -17,6 +17,8 @@ final class UpgradeBench {
     let base: String
     let v1: String
     let v2: String
+    /// The delta from version 1 to version 2 (`hcpack delta`): it carries all but keep.txt.
+    let delta: String
     /// DEST with version 1 installed and the user's `mine.txt`.
     let withV1: String
     /// The tree of `withV1`, and of a clean upgrade of it.
@@ -31,11 +33,16 @@ final class UpgradeBench {
         small = SmallFileSystem(at: folder.url("fs"), size: "64m")
         base = small?.path ?? folder.url("fs")
         try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        v1 = PackageArchive(files: [("a.txt", "a 1\n"), ("sub/b.txt", "b 1\n"), ("old/gone.txt", "gone in 2\n")])
-            .write(to: folder.url("v1.zip"))
+        v1 = PackageArchive(
+            files: [("a.txt", "a 1\n"), ("keep.txt", "kept\n"), ("sub/b.txt", "b 1\n"), ("old/gone.txt", "gone in 2\n")]
+        ).write(to: folder.url("v1.zip"))
         v2 = PackageArchive(
-            version: "2", files: [("a.txt", "a 2\n"), ("sub/b.txt", "b 2\n"), ("sub/c.txt", "c new\n"), ("new/d.txt", "d new\n")]
+            version: "2",
+            files: [("a.txt", "a 2\n"), ("keep.txt", "kept\n"), ("sub/b.txt", "b 2\n"), ("sub/c.txt", "c new\n"), ("new/d.txt", "d new\n")]
         ).write(to: folder.url("v2.zip"))
+        delta = folder.url("v1-v2.zip")
+        let made = run(binary, ["delta", v1, v2, "-o", delta])
+        #expect(made.status == 0, "\(made.output)")
         withV1 = base + "/with-v1"
         try? FileManager.default.createDirectory(atPath: withV1, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: withV1 + "/mine.txt", contents: Data("user file\n".utf8))
@@ -112,16 +119,18 @@ struct InstallFaultTests {
     static let syncing = ["fsync", "fdatasync", "syncfs"]
 
     @Test(
-        "EIO, ENOSPC or SIGKILL at every write, link, rename, unlink and sync of an upgrade: DEST ends entirely old or entirely new, or a rerun completes it"
+        "EIO, ENOSPC or SIGKILL at every write, link, rename, unlink and sync of an upgrade (full archive or delta): DEST ends entirely old or entirely new, or a rerun completes it",
+        arguments: [false, true]
     )
-    func faultMatrix() throws {
+    func faultMatrix(throughDelta: Bool) throws {
         guard straceWorks else {
             print("skipped faultMatrix: strace is missing or may not trace here (make test installs it)")
             return
         }
         let bench = UpgradeBench()
+        let archive = throughDelta ? bench.delta : bench.v2
         let counts = syscallCounts(
-            [bench.binary, "install", bench.v2, "--dest", bench.destination("traced")], syscalls: Self.mutating + Self.syncing,
+            [bench.binary, "install", archive, "--dest", bench.destination("traced")], syscalls: Self.mutating + Self.syncing,
             log: bench.folder.url("trace.log"))
         // Journal, 4 files, the stale file moved aside, the receipt; 2 replaced files get a backup link.
         #expect((counts["renameat"] ?? 0) + (counts["renameat2"] ?? 0) >= 7, "\(counts)")
@@ -144,7 +153,7 @@ struct InstallFaultTests {
             let dest = bench.destination("run-\(index)")
             let child = ChildInstall(
                 "/usr/bin/env",
-                ["strace", "-f", "-o", "/dev/null", "-e", "inject=\(label)", bench.binary, "install", bench.v2, "--dest", dest])
+                ["strace", "-f", "-o", "/dev/null", "-e", "inject=\(label)", bench.binary, "install", archive, "--dest", dest])
             try child.start()
             let outcome = child.finish()
             let files = regularFiles(dest)
@@ -182,7 +191,7 @@ struct InstallFaultTests {
                 }
             }
             // No stale lock (the rerun does not wait), leftovers removed, the clean upgrade's exact tree.
-            let rerun = run(bench.binary, ["install", bench.v2, "--dest", dest])
+            let rerun = run(bench.binary, ["install", archive, "--dest", dest])
             #expect(rerun.status == 0, "\(label): rerun: \(rerun.output)")
             #expect(treeListing(dest) == bench.newListing, "\(label): the rerun ended elsewhere than a clean upgrade")
             try? FileManager.default.removeItem(atPath: dest)
@@ -233,13 +242,13 @@ struct InstallFaultTests {
         try FileManager.default.createDirectory(atPath: dest + "/sub", withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: dest + "/mine.txt", contents: Data("user file\n".utf8))
         let before = treeListing(dest)
-        // Renames of a first install: the journal, a.txt and the 2 files in sub/ (which exists), the receipt
-        // (5th); new/ is absent, so it is moved in whole with renameat2, and moved back when undoing.
+        // Renames of a first install: the journal, a.txt, keep.txt and the 2 files in sub/ (which exists), the
+        // receipt (6th); new/ is absent, so it is moved in whole with renameat2, and moved back when undoing.
         let scratch = bench.base + "/first-traced"
         copyTree(dest, to: scratch)
         let counts = syscallCounts(
             [bench.binary, "install", bench.v2, "--dest", scratch], syscalls: ["renameat", "renameat2"], log: bench.folder.url("first.log"))
-        #expect(counts["renameat"] == 5 && counts["renameat2"] == 1, "\(counts)")
+        #expect(counts["renameat"] == 6 && counts["renameat2"] == 1, "\(counts)")
         let failed = run(
             "strace",
             [

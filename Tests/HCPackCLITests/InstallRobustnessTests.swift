@@ -128,23 +128,9 @@ struct InstallRobustnessTests {
             }
             // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt: 104 in an
             // upgrade), half after a random delay.
-            let child: ChildInstall
-            if useStrace && index < 12 {
-                let when = 1 + (index * 37) % 104
-                child = ChildInstall(
-                    "/usr/bin/env",
-                    [
-                        "strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)",
-                        binary, "install", v2, "--dest", dest,
-                    ])
-                try child.start()
-            } else {
-                child = ChildInstall(binary, ["install", v2, "--dest", dest])
-                try child.start()
-                usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
-                kill(child.process.processIdentifier, SIGKILL)
-            }
-            let outcome = child.finish()
+            let outcome = try Self.killedInstall(
+                binary, v2, dest, atRename: useStrace && index < 12 ? 1 + (index * 37) % 104 : nil, within: duration,
+                using: &generator)
             if outcome.killed || outcome.status != 0 { killedRuns += 1 }
 
             // The invariant: every file at a final path is whole, one version's bytes or the user's own.
@@ -160,6 +146,79 @@ struct InstallRobustnessTests {
             try? FileManager.default.removeItem(atPath: dest)
         }
         #expect(killedRuns >= 12, "most runs were interrupted (\(killedRuns) of 24)")
+    }
+
+    /// Runs `install archive --dest dest`, killed at the `atRename`-th rename (strace), or without it after a
+    /// random delay up to `within` seconds.
+    static func killedInstall(
+        _ binary: String, _ archive: String, _ dest: String, atRename: Int?, within duration: TimeInterval,
+        using generator: inout SystemRandomNumberGenerator
+    ) throws -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
+        let install = [binary, "install", archive, "--dest", dest]
+        if let when = atRename {
+            let child = ChildInstall(
+                "/usr/bin/env",
+                ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)"] + install)
+            try child.start()
+            return child.finish()
+        }
+        let child = ChildInstall(binary, Array(install.dropFirst()))
+        try child.start()
+        usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
+        kill(child.process.processIdentifier, SIGKILL)
+        return child.finish()
+    }
+
+    @Test("SIGKILL at any point of a delta install leaves only whole files, and rerunning the delta reaches the full upgrade")
+    func killDeltaAnywhere() throws {
+        let folder = TemporaryFolder()
+        let small = SmallFileSystem(at: folder.url("fs"), size: "256m")
+        defer { withExtendedLifetime(small) {} }
+        let base = small?.path ?? folder.url("fs")
+        try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        // 100 files of 20 kB carried over, 30 changed, one added and one removed.
+        let changed = (0..<30).map { ("edit/\($0).txt", String(repeating: "version 1, file \($0)\n", count: 400)) }
+        var v1Package = PackageArchive(files: changed + [("only-v1.txt", "dropped in 2\n")])
+        v1Package.generated = ("data/", 100, 20_000, 1)
+        var v2Package = PackageArchive(
+            version: "2", files: changed.map { ($0.0, $0.1.replacingOccurrences(of: "version 1", with: "version 2")) } + [("only-v2.txt", "new\n")])
+        v2Package.generated = ("data/", 100, 20_000, 1)
+        let v1 = v1Package.write(to: folder.url("v1.zip")), v2 = v2Package.write(to: folder.url("v2.zip"))
+        let binary = hcpackBinary()
+        let delta = folder.url("delta.zip")
+        #expect(run(binary, ["delta", v1, v2, "-o", delta]).status == 0)
+
+        let withV1 = base + "/with-v1", upgraded = base + "/upgraded"
+        folder.write(String(withV1.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
+        #expect(run(binary, ["install", v1, "--dest", withV1]).status == 0)
+        copyTree(withV1, to: upgraded)
+        let start = Date()
+        #expect(run(binary, ["install", v2, "--dest", upgraded]).status == 0)
+        let duration = Date().timeIntervalSince(start)
+        let v1Files = regularFiles(withV1), v2Files = regularFiles(upgraded)
+        let upgradedListing = treeListing(upgraded)
+        let useStrace = run("strace", ["-V"]).status == 0
+
+        var generator = SystemRandomNumberGenerator()
+        var killedRuns = 0
+        for index in 0..<16 {
+            let dest = base + "/run-\(index)"
+            copyTree(withV1, to: dest)
+            // Half the runs die at the K-th rename (journal, 31 files, the stale file, the receipt), half after
+            // a random delay.
+            let outcome = try Self.killedInstall(
+                binary, delta, dest, atRename: useStrace && index < 8 ? 1 + index * 5 : nil, within: duration, using: &generator)
+            if outcome.killed || outcome.status != 0 { killedRuns += 1 }
+            for (path, data) in regularFiles(dest) {
+                #expect(data == v2Files[path] || data == v1Files[path], "run \(index): \(path) holds \(data.count) bytes that are no version's")
+            }
+            // The delta still applies: its base's receipt (or already the new one) and the carried files are intact.
+            let rerun = run(binary, ["install", delta, "--dest", dest])
+            #expect(rerun.status == 0, "run \(index): \(rerun.output)")
+            #expect(treeListing(dest) == upgradedListing, "run \(index) ended elsewhere than a full upgrade")
+            try? FileManager.default.removeItem(atPath: dest)
+        }
+        #expect(killedRuns >= 8, "most runs were interrupted (\(killedRuns) of 16)")
     }
 
     @Test("A full file system fails the install with exit 3, removes the staging folder and leaves DEST as it was")

@@ -74,6 +74,23 @@ struct SigningInteropTests {
     static var hasGo: Bool { FileManager.default.fileExists(atPath: goPackage) && run("go", ["version"]).status == 0 }
     static var hasOpenSSL: Bool { run("openssl", ["version"]).status == 0 }
 
+    /// Builds the Go note checker (`noteCheckSource`) in `folder`, in GOPATH mode against Debian's
+    /// golang-golang-x-mod-dev, and returns its path.
+    static func buildNoteCheck(in folder: TemporaryFolder) throws -> String {
+        try #require(hasGo, "Go or golang.org/x/mod is missing: run make deps")
+        folder.write("go/src/notecheck/main.go", noteCheckSource)
+        let environment = [
+            "GO111MODULE": "off", "GOPATH": folder.url("go") + ":/usr/share/gocode", "GOCACHE": folder.url("go-cache"),
+            "GOFLAGS": "", "HOME": folder.path,
+        ]
+        let binary = folder.url("notecheck")
+        let goBinary =
+            ["/usr/bin/go", "/usr/lib/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/go"
+        let build = runWithInput(goBinary, ["build", "-o", binary, "notecheck"], input: [], environment: environment)
+        try #require(build.status == 0, "go build: \(build.output)")
+        return binary
+    }
+
     @Test(
         "Go verifies hcpack's note; hcpack accepts the note Go signs with the same key (make deps installs Go)")
     func go() throws {
@@ -82,18 +99,7 @@ struct SigningInteropTests {
         let bench = SigningBench()
         let key = bench.key("a")
         #expect(bench.sign(key, ["--expires", "30d"]).status == 0)
-        // Build the Go program in GOPATH mode against Debian's golang-golang-x-mod-dev.
-        let goPath = bench.folder.url("go")
-        bench.folder.write("go/src/notecheck/main.go", noteCheckSource)
-        let environment = [
-            "GO111MODULE": "off", "GOPATH": goPath + ":/usr/share/gocode", "GOCACHE": bench.folder.url("go-cache"),
-            "GOFLAGS": "", "HOME": bench.folder.path,
-        ]
-        let binary = bench.folder.url("notecheck")
-        let goBinary =
-            ["/usr/bin/go", "/usr/lib/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/go"
-        let build = runWithInput(goBinary, ["build", "-o", binary, "notecheck"], input: [], environment: environment)
-        try #require(build.status == 0, "go build: \(build.output)")
+        let binary = try Self.buildNoteCheck(in: bench.folder)
 
         // hcpack -> Go.
         let verifierLine = String(decoding: bench.folder.read("a.pem.pub") ?? [], as: UTF8.self).trimmingCharacters(in: .newlines)

@@ -87,7 +87,7 @@ struct XcodePackageTests {
         #expect(folder.read("dest/a.txt") == Array("a3".utf8))
         // The same version again: nothing to do, whichever selection it used.
         let again = hcpack(["install", v3, "--dest", "dest", "--json"], in: folder.path)
-        #expect((try #require(jsonObject(again.stdout)))["status"] as? String == "unchanged")
+        #expect((try #require(jsonObject(again.stdout), "\(again.stderr)"))["status"] as? String == "unchanged")
     }
 
     @Test("build keeps the app's own keys, generates Files, and inspect shows the keys")

@@ -3,6 +3,8 @@
 #
 #   keygen -> init -> build --sign-key -> verify --strict --trusted-key -> diff against the previous release
 #   -> install --trusted-key into a scratch DEST -> inspect --json
+#   -> delta from the previous release --sign-key -> catalog --sign-key -> verify-catalog, then a device at the
+#   previous release upgrades through the delta the catalog names, to the same tree as the full install
 #
 # The signing key is made here for the example; a real pipeline keeps it in a CI secret and passes
 # SIGNING_KEY=env:VAR (the PEM in that variable) and TRUSTED_KEY=the committed .pub file (docs/signing.md).
@@ -89,6 +91,43 @@ step "inspect --json"
 cat "$work/inspect.json"
 grep -q "\"contentVersion\": \"$version\"" "$work/inspect.json" || {
     echo "run.sh: inspect --json does not report ContentVersion $version" >&2
+    exit 1
+}
+
+step "delta from the previous release (only the files that changed), signed like a package"
+delta="$work/dist/$product-$(basename "$previous" .zip | sed "s/^$product-//")-$version.zip"
+"$hcpack" delta "$previous" "$release" -o "$delta" --sign-key "$signing_key" --expires 90d
+"$hcpack" verify --trusted-key "$trusted_key" "$delta"
+
+step "catalog: the newest release and its delta, signed (upload the archives first, the catalog last)"
+serial=${SERIAL:-2}
+"$hcpack" catalog "$previous" "$release" "$delta" --base-url "${BASE_URL:-https://cdn.example.com/levels}" \
+    -o "$work/dist/catalog.json" --serial "$serial" --expires 30d --sign-key "$signing_key"
+cat "$work/dist/catalog.json"
+
+step "the app's side: verify-catalog, pick the delta for the installed version, check size and SHA-256, install"
+"$hcpack" verify-catalog "$work/dist/catalog.json" --trusted-key "$trusted_key" --min-serial "$serial"
+mkdir -p "$work/device"
+"$hcpack" install "$previous" --dest "$work/device" --trusted-key "$trusted_key" --quiet
+installed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
+    "$work/device/.hcpack/receipts/$product.json")
+read -r name size sha < <(python3 - "$work/dist/catalog.json" "$product" "$installed" <<'PY'
+import json, sys
+catalog, product, installed = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+entry = next(p for p in catalog["packages"] if p["productIdentifier"] == product)
+pick = next((d for d in entry["deltas"] if d["baseVersion"] == installed), entry)
+print(pick["url"].rsplit("/", 1)[1], pick["size"], pick["sha256"])
+PY
+)
+download="$work/dist/$name"  # a real app downloads the URL; here the file is in dist/
+[[ "$(stat -c %s "$download")" == "$size" && "$(sha256sum "$download" | cut -d' ' -f1)" == "$sha" ]] || {
+    echo "run.sh: $download does not have the size and SHA-256 the catalog names" >&2
+    exit 1
+}
+[[ "$download" == "$delta" ]] || { echo "run.sh: the catalog did not offer the delta for $installed" >&2; exit 1; }
+"$hcpack" install "$download" --dest "$work/device" --trusted-key "$trusted_key"
+diff -r "$work/dest" "$work/device" || {
+    echo "run.sh: upgrading through the delta gave another tree than the full install" >&2
     exit 1
 }
 

@@ -273,6 +273,8 @@ public enum Builder {
             // Only `info` holds the source plist now: its bytes and old records are freed before new ones are made.
             contentInfo = nil
             plistBytes = nil
+            // A delta (HCPackDeltaBase) keeps the records of the listed files it does not carry.
+            let carriedRecords = info.dictionary[DeltaBase.key] == nil ? nil : (try? info.parseIntegrity()) ?? nil
             info.dictionary[ContentInfo.integrityKey] = nil
             if let identifier = options.productIdentifier { info.productIdentifier = identifier }
             if let version = options.contentVersion { info.contentVersion = version }
@@ -291,7 +293,10 @@ public enum Builder {
             func recordIntegrity(pending: Bool) {
                 var records: [String: FileRecord] = [:]
                 for path in info.files ?? [] {
-                    guard let index = item(listedAs: path) else { continue }
+                    guard let index = item(listedAs: path) else {
+                        if let carried = carriedRecords?[path] { records[path] = carried }
+                        continue
+                    }
                     records[path] = FileRecord(
                         size: items[index].size, sha256: pending ? pendingDigest : items[index].sha256.hexString)
                 }

@@ -46,6 +46,9 @@ public struct DiffSide: Sendable {
     public var usesFilesList: Bool
     /// Compared files by path (relative to Contents/).
     public var files: [String: FileRecord]
+    /// The delta record when the side is a delta package: its listed files that it does not carry count with
+    /// their recorded size and SHA-256, so a delta compares like the full version it stands for.
+    public var delta: DeltaBase?
     /// Total size of the compared files.
     public var bytes: Int64 { files.values.reduce(0) { $0 + $1.size } }
 }
@@ -138,10 +141,12 @@ public enum PackageComparer {
             let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
             present[relative] = FileRecord(size: entry.size, sha256: entry.sha256?.hexString ?? "")
         }
+        let delta = try? DeltaBase.of(info)
+        let carried = delta == nil ? nil : (try? info.parseIntegrity()) ?? nil
         if let listed = info.files {
             var files: [String: FileRecord] = [:]
-            for file in listed { if let record = present[file] { files[file] = record } }
-            return DiffSide(path: path, contentInfo: info, usesFilesList: true, files: files)
+            for file in listed { if let record = present[file] ?? carried?[file] { files[file] = record } }
+            return DiffSide(path: path, contentInfo: info, usesFilesList: true, files: files, delta: delta)
         }
         let files = present.filter { !PackagePath.isJunk(Verifier.contentsPrefix + $0.key) }
         return DiffSide(path: path, contentInfo: info, usesFilesList: false, files: files)

@@ -38,14 +38,20 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     public var files: [InstalledFile]
     /// The keys whose signature vouched for this version (install --trusted-key); absent for an unsigned install.
     public var signers: [NoteSigner]?
+    /// SHA-256 of the installed version's ContentInfo.plist (of the full package, also when installed through
+    /// a delta): a delta applies only on top of the plist it was made from. Absent in receipts of older hcpack.
+    public var plistSHA256: String?
 
     /// A receipt in the current format; `files` are sorted by path.
-    public init(productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner] = []) {
+    public init(
+        productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner] = [], plistSHA256: String? = nil
+    ) {
         self.format = Self.currentFormat
         self.productIdentifier = productIdentifier
         self.version = version
         self.files = files.sorted { $0.path < $1.path }
         self.signers = signers.isEmpty ? nil : signers
+        self.plistSHA256 = plistSHA256
     }
 
     /// Files by path.
@@ -55,13 +61,16 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
 
     /// Pretty, key-sorted JSON followed by a newline.
     public func encoded() -> [UInt8] {
-        JSONCoding.encode(format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers)
+        JSONCoding.encode(
+            format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
+            plistSHA256: plistSHA256)
     }
 
     /// `encoded()`, handed over in chunks of about 64 KiB rather than as one buffer (5 MB for 26,000 files).
     func write<Failure: Error>(chunks: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
         try JSONCoding.write(
-            format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers, chunks: chunks)
+            format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
+            plistSHA256: plistSHA256, chunks: chunks)
     }
 
     /// Parses a receipt; nil when the bytes are not one (a damaged receipt is treated as absent).
@@ -123,13 +132,17 @@ public struct InstallJournal: Sendable, Equatable, Codable {
 /// 900 bytes a file, 23 MB for 26,000 files, while the output is about 180 bytes a file.
 enum JSONCoding {
     static func encode(
-        format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil
+        format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil,
+        plistSHA256: String? = nil
     ) -> [UInt8] {
         var whole: [UInt8] = []
         whole.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
             $0 + 96 + $1.path.utf8.count + $1.sha256.utf8.count
         })
-        write(format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers) { whole += $0 }
+        write(
+            format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
+            plistSHA256: plistSHA256
+        ) { whole += $0 }
         return whole
     }
 
@@ -139,7 +152,7 @@ enum JSONCoding {
     /// The bytes of `encode`, handed to `chunks` about `chunkSize` at a time.
     static func write<Failure: Error>(
         format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil,
-        chunks: ([UInt8]) throws(Failure) -> Void
+        plistSHA256: String? = nil, chunks: ([UInt8]) throws(Failure) -> Void
     ) throws(Failure) {
         var out: [UInt8] = []
         out.reserveCapacity(chunkSize + 4096)
@@ -160,6 +173,10 @@ enum JSONCoding {
         }
         out.append(contentsOf: "  ],\n  \"format\" : ".utf8)
         out.append(contentsOf: String(format).utf8)
+        if let plistSHA256 {
+            out.append(contentsOf: ",\n  \"plistSHA256\" : ".utf8)
+            appendString(plistSHA256, to: &out)
+        }
         out.append(contentsOf: ",\n  \"productIdentifier\" : ".utf8)
         appendString(productIdentifier, to: &out)
         if let signers, !signers.isEmpty {

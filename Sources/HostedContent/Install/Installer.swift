@@ -147,7 +147,7 @@ public enum Installer {
 }
 
 /// One install: the open destination, its lock and staging folder, and how far it got.
-private final class InstallSession {
+final class InstallSession {
     let options: InstallOptions
     let progress: ProgressHandler?
     let destinationPath: String
@@ -163,6 +163,11 @@ private final class InstallSession {
     var stagedNames: [ExactPath: String] = [:]
     /// The archive's signature, checked against the archive file; the package is held to its statement.
     var signature: ArchiveSignatureCheck?
+    /// SHA-256 of the installed version's full ContentInfo.plist, for the receipt (a delta names its target's).
+    var plistSHA256: String?
+    /// Files of DEST hashed already by this install (a delta's carried-over files), so planning does not read
+    /// them a second time.
+    var hashedInPlace: [String: FileRecord] = [:]
 
     init(options: InstallOptions, progress: ProgressHandler?) throws(HCPackError) {
         self.options = options
@@ -233,14 +238,24 @@ private final class InstallSession {
             return .rejected(report)
         }
         let package = try identify(report, archive: archive)
+        // A delta installs like the full version, its carried-over files found in DEST (DeltaInstall.swift).
+        let delta = report.deltaBase
+        plistSHA256 = delta?.targetPlistSHA256 ?? report.snapshot.contentInfoBytes.map { Hasher.digest(.sha256, of: $0).hexString }
+        let carried = try delta.map { _ throws(HCPackError) in try carriedFiles(report, archive: archive) } ?? []
         // Only Files is needed from the plist now: its bytes and tree (20 MB at 26,000 files) go first, then
         // the entries once `wanted` holds what to place, before placing and the receipt need memory of their own.
-        let listed = report.contentInfo?.files
+        var listed = report.contentInfo?.files
         report.releasePlist()
-        let selection: InstallSelection = options.installAll || listed == nil ? .contents : .files
-        let wanted = try filesToInstall(report, listed: selection == .files ? listed : nil, archive: archive)
+        if !carried.isEmpty { listed = Self.removing(carried, from: listed) }
+        let selection: InstallSelection = delta == nil && (options.installAll || listed == nil) ? .contents : .files
+        var wanted = try filesToInstall(report, listed: selection == .files ? listed : nil, archive: archive)
         report.releaseContents()
+        if let delta {
+            wanted = (wanted + carried).sorted { $0.path < $1.path }
+            try checkBase(delta, package: package, carried: carried, archive: archive)
+        }
         let plan = try makePlan(package: package, wanted: wanted)
+        if delta != nil { try checkCarriedStayInPlace(plan, carried: carried) }
         var result = try execute(plan, package: package, wanted: wanted, report: report)
         result.selection = selection
         try? staging.remove()
@@ -409,7 +424,7 @@ private final class InstallSession {
 
     /// The folder `inspect` looked in last (nil: absent). Files come sorted, so most share their folder with
     /// the one before; this only reads, placing walks from DEST again.
-    private var lastInspected: (path: String, handle: DirectoryHandle?)?
+    var lastInspected: (path: String, handle: DirectoryHandle?)?
 
     func digest(_ path: String) throws(HCPackError) -> FileRecord? {
         var parts = path.split(separator: "/")
@@ -421,6 +436,7 @@ private final class InstallSession {
     func matches(_ path: String, size: Int64, _ records: [FileRecord?]) throws(HCPackError) -> FileRecord? {
         let candidates = records.compactMap { $0 }.filter { $0.size == size }
         if candidates.isEmpty { return nil }
+        if let known = hashedInPlace[path], known.size == size { return candidates.first { $0 == known } }
         guard let actual = try digest(path) else { return nil }
         return candidates.first { $0 == actual }
     }
@@ -530,7 +546,7 @@ private final class InstallSession {
     func receipt(_ package: Package, _ wanted: [InstalledFile]) -> InstallReceipt {
         InstallReceipt(
             productIdentifier: package.productIdentifier, version: package.version.text, files: wanted,
-            signers: signature?.signers ?? [])
+            signers: signature?.signers ?? [], plistSHA256: plistSHA256)
     }
 
     // MARK: Placing

@@ -90,6 +90,10 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case signatureExpired = "signature.expired"
     case signatureUnsigned = "signature.unsigned-file"
 
+    // Delta packages (HCPackDeltaBase, docs/self-hosting.md).
+    case deltaMalformed = "delta.malformed"
+    case deltaMissingRecord = "delta.missing-record"
+
     /// The severity a problem of this rule has unless a check says otherwise.
     public var severity: Severity {
         switch self {
@@ -177,6 +181,9 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .signatureMismatch: "The note names another archive (size, SHA-256), plist, product or version."
         case .signatureExpired: "The note's expires time has passed."
         case .signatureUnsigned: "A listed (or installed) file has no HCPackIntegrity record, so no signature covers it."
+        case .deltaMalformed:
+            "HCPackDeltaBase is not {ContentVersion, PlistSHA256, TargetPlistSHA256}, names a base not older than ContentVersion, or the delta has no Files."
+        case .deltaMissingRecord: "A delta lists a file without an HCPackIntegrity record, so the installed copy cannot be checked."
         }
     }
 }

@@ -53,51 +53,20 @@ public struct PackageStatement: Sendable, Equatable {
 
     /// Parses a note text; any other line, order or spelling is malformed (the message says which line).
     public init(text bytes: [UInt8]) throws(NoteFormatError) {
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard text.hasSuffix("\n") else { throw NoteFormatError(message: "the text does not end in a line feed") }
-        let lines = text.dropLast().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        guard lines.first == Self.header else {
-            throw NoteFormatError(message: "the text does not start with '\(Self.header)'; it is not an hcpack package statement")
-        }
-        guard lines.count == 6 || lines.count == 7 else {
-            throw NoteFormatError(
-                message: "the text has \(lines.count) lines; an hcpack package statement has 6, or 7 with expires")
-        }
-        func value(_ index: Int, _ key: String) throws(NoteFormatError) -> String {
-            let line = lines[index]
-            guard line.hasPrefix(key + " "), line.count > key.count + 1 else {
-                throw NoteFormatError(message: "line \(index + 1) of the text is not '\(key) ...'")
-            }
-            return String(line.dropFirst(key.count + 1))
-        }
-        func hex(_ index: Int, _ key: String) throws(NoteFormatError) -> String {
-            let digits = try value(index, key)
-            guard digits.utf8.count == 64, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-            else {
-                throw NoteFormatError(message: "line \(index + 1): \(key) is not 64 lower-case hex digits")
-            }
-            return digits
-        }
-        let product = try value(1, "product")
+        let text = try StatementText(bytes, header: Self.header, kind: "package", counts: [6, 7])
+        let product = try text.value(1, "product")
         guard ContentInfo.isValidProductIdentifier(product) else {
             throw NoteFormatError(message: "line 2: '\(product)' is not a product identifier")
         }
-        let version = try value(2, "version")
+        let version = try text.value(2, "version")
         guard ContentVersion(version) != nil else { throw NoteFormatError(message: "line 3: '\(version)' is not a version") }
-        let archiveSHA256 = try hex(3, "archive-sha256")
-        let sizeText = try value(4, "archive-size")
+        let archiveSHA256 = try text.hex(3, "archive-sha256")
+        let sizeText = try text.value(4, "archive-size")
         guard sizeText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), sizeText == "0" || !sizeText.hasPrefix("0"),
             let size = Int64(sizeText)
         else { throw NoteFormatError(message: "line 5: archive-size is not a decimal number of bytes") }
-        let plistSHA256 = try hex(5, "plist-sha256")
-        var expires: Date?
-        if lines.count == 7 {
-            let stamp = try value(6, "expires")
-            guard let date = UTCTimestamp.parse(stamp) else {
-                throw NoteFormatError(message: "line 7: expires '\(stamp)' is not a UTC time such as 2027-06-01T00:00:00Z")
-            }
-            expires = date
-        }
+        let plistSHA256 = try text.hex(5, "plist-sha256")
+        let expires = try text.expires(6)
         self.init(
             productIdentifier: product, version: version, archiveSHA256: archiveSHA256, archiveSize: size,
             plistSHA256: plistSHA256, expires: expires)

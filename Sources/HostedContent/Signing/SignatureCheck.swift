@@ -93,7 +93,20 @@ public enum SignatureChecker {
         summary.expires = statement.expires
         summary.signers = note.signatures.map { NoteSigner(name: $0.name, keyHash: VerifierKey.hashText($0.keyHash)) }
         guard !trusted.isEmpty else { return (summary, note, problems) }
-        // As Go's note.Open: a signature by a trusted key (name and hash) must verify; others are ignored.
+        let (signers, found) = trustedSigners(of: note, trusted: trusted, notePath: notePath, remedy: "sign the archive again")
+        summary.trustedSigners = signers
+        problems.append(contentsOf: found)
+        return (summary, note, problems)
+    }
+
+    /// The trusted keys whose signature on `note` verifies, as Go's `note.Open` decides: a signature by a
+    /// trusted key (name and hash) must verify (`signature.invalid` otherwise), others are ignored; none at
+    /// all is `signature.untrusted`. `remedy` ends the malformed-signature message.
+    static func trustedSigners(of note: SignedNote, trusted: [VerifierKey], notePath: String, remedy: String)
+        -> ([NoteSigner], ProblemList)
+    {
+        var problems = ProblemList()
+        var signers: [NoteSigner] = []
         var seen: Set<NoteSigner> = []
         for signature in note.signatures {
             guard let key = trusted.first(where: { $0.name == signature.name && $0.keyHash == signature.keyHash }) else {
@@ -104,12 +117,12 @@ public enum SignatureChecker {
             guard signature.signature.count == Ed25519.signatureByteCount else {
                 problems.add(
                     .signatureMalformed, path: "",
-                    "\(notePath): the signature of '\(key.name)' is \(signature.signature.count) bytes, not \(Ed25519.signatureByteCount); sign the archive again"
+                    "\(notePath): the signature of '\(key.name)' is \(signature.signature.count) bytes, not \(Ed25519.signatureByteCount); \(remedy)"
                 )
                 continue
             }
             if Ed25519.isValidSignature(signature.signature, of: note.text, publicKey: key.publicKey) {
-                summary.trustedSigners.append(signer)
+                signers.append(signer)
             } else {
                 problems.add(
                     .signatureInvalid, path: "",
@@ -117,14 +130,14 @@ public enum SignatureChecker {
                 )
             }
         }
-        if problems.problems.isEmpty && summary.trustedSigners.isEmpty {
-            let names = summary.signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ")
+        if problems.problems.isEmpty && signers.isEmpty {
+            let names = note.signatures.map { "\($0.name) (\(VerifierKey.hashText($0.keyHash)))" }.joined(separator: ", ")
             problems.add(
                 .signatureUntrusted, path: "",
                 "\(notePath) is signed by \(names.isEmpty ? "no key" : names), none of them a trusted key (\(trusted.map { "\($0.name) (\($0.hashText))" }.joined(separator: ", "))); pass the signer's .pub with --trusted-key"
             )
         }
-        return (summary, note, problems)
+        return (signers, problems)
     }
 
     /// The first step: the note is present, well formed, signed by a trusted key, not expired, and names this

@@ -138,6 +138,9 @@ private struct RuleChecker {
     var impliedFolders = FolderTree()
     /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
     var hasSymlinks = false
+    /// The plist has HCPackDeltaBase: listed files may be absent (carried over from the base), but every one
+    /// needs an integrity record.
+    var isDelta = false
 
     /// `snapshot.contentInfoBytes` already decoded, when the caller has done it.
     var parsedPlist: PlistValue?
@@ -275,6 +278,26 @@ private struct RuleChecker {
         case let other?:
             problems.add(.plistWrongType, path: ContentInfo.fileName, "Files is a \(other.typeName); make it an array of path strings")
         }
+        checkDeltaBase(info)
+    }
+
+    /// A delta's HCPackDeltaBase: well formed, an older base, and a Files list to say what the delta covers.
+    mutating func checkDeltaBase(_ info: ContentInfo) {
+        guard info.dictionary[DeltaBase.key] != nil else { return }
+        isDelta = true
+        do {
+            guard let base = try DeltaBase.of(info) else { return }
+            if let version = info.version, let baseVersion = ContentVersion(base.baseVersion), baseVersion >= version {
+                problems.add(
+                    .deltaMalformed, path: ContentInfo.fileName,
+                    "the delta's base version \(base.baseVersion) is not older than its ContentVersion \(version.text); make the delta again (hcpack delta OLD NEW)")
+            }
+        } catch {
+            problems.add(.deltaMalformed, path: ContentInfo.fileName, "\(error.message); make the delta again (hcpack delta OLD NEW)")
+        }
+        if info.files == nil {
+            problems.add(.deltaMalformed, path: ContentInfo.fileName, "a delta needs a Files array listing every file of the new version")
+        }
     }
 
     // MARK: Files
@@ -306,7 +329,7 @@ private struct RuleChecker {
                 }
             } else if impliedFolders.contains(full) {
                 problems.add(.filesNotRegular, path: full, "listed in Files but is a folder; list the files inside it instead")
-            } else if snapshot.isComplete {
+            } else if snapshot.isComplete && !isDelta {
                 problems.add(.filesNotFound, path: full, "listed in Files but not present under Contents/; add the file or remove it from Files")
             }
         }
@@ -449,7 +472,14 @@ private struct RuleChecker {
         guard let info = contentInfo else { return }
         let records: ContentInfo.IntegrityRecords
         do {
-            guard let parsed = try info.integrityRecords() else { return }
+            guard let parsed = try info.integrityRecords() else {
+                if isDelta {
+                    problems.add(
+                        .deltaMissingRecord, path: ContentInfo.fileName,
+                        "a delta without \(ContentInfo.integrityKey) cannot say what the files it does not carry must hold; make the delta again")
+                }
+                return
+            }
             records = parsed
         } catch {
             problems.add(.integrityMalformed, path: ContentInfo.fileName, "\(ContentInfo.integrityKey) '\(error.path)': \(error.message)")
@@ -457,7 +487,14 @@ private struct RuleChecker {
         }
         for path in listed {
             let full = Verifier.contentsPrefix + path
-            guard let entry = self.entry(full), entry.kind == .file else { continue }
+            guard let entry = self.entry(full), entry.kind == .file else {
+                if isDelta && records[path] == nil && !impliedFolders.contains(full) && self.entry(full) == nil {
+                    problems.add(
+                        .deltaMissingRecord, path: full,
+                        "the delta lists this file but neither carries it nor records its size and digest; make the delta again")
+                }
+                continue
+            }
             guard let record = records[path] else {
                 problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
                 continue

@@ -1,0 +1,233 @@
+import Foundation
+import PropertyList
+
+/// One delta in a catalog entry: how to go from `baseVersion` to the entry's version.
+public struct CatalogDelta: Sendable, Equatable {
+    public var baseVersion: String
+    public var url: String
+    public var size: Int64
+    /// Lower-case hex SHA-256 of the delta archive.
+    public var sha256: String
+
+    public init(baseVersion: String, url: String, size: Int64, sha256: String) {
+        self.baseVersion = baseVersion
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+    }
+}
+
+/// One product in a catalog: its highest version's full archive, and the deltas that lead to that version.
+public struct CatalogPackage: Sendable, Equatable {
+    public var productIdentifier: String
+    public var version: String
+    public var url: String
+    public var size: Int64
+    /// Lower-case hex SHA-256 of the archive.
+    public var sha256: String
+    /// Lower-case hex SHA-256 of the archive's ContentInfo.plist (what an install's receipt records).
+    public var plistSHA256: String
+    /// Where the archive's signed note is, when it has one.
+    public var signatureURL: String?
+    /// Sorted by base version.
+    public var deltas: [CatalogDelta]
+
+    public init(
+        productIdentifier: String, version: String, url: String, size: Int64, sha256: String, plistSHA256: String,
+        signatureURL: String?, deltas: [CatalogDelta]
+    ) {
+        self.productIdentifier = productIdentifier
+        self.version = version
+        self.url = url
+        self.size = size
+        self.sha256 = sha256
+        self.plistSHA256 = plistSHA256
+        self.signatureURL = signatureURL
+        self.deltas = deltas
+    }
+}
+
+/// Why catalog bytes are not a catalog.
+public struct CatalogFormatError: Error, Sendable, Equatable {
+    public var message: String
+}
+
+/// The JSON document an app fetches to learn what to download (docs/self-hosting.md): format
+/// `hcpack-catalog-1`, a serial that only grows, an optional expiry, one entry per product sorted by product.
+public struct Catalog: Sendable, Equatable {
+    /// The `format` value.
+    public static let format = "hcpack-catalog-1"
+    /// Largest catalog read.
+    public static let maxBytes = 64 << 20
+
+    /// Grows with every catalog published; an app refuses one lower than the highest it has seen.
+    public var serial: Int64
+    /// When the catalog stops being accepted (whole seconds, UTC); nil never.
+    public var expires: Date?
+    /// Sorted by product identifier.
+    public var packages: [CatalogPackage]
+
+    public init(serial: Int64, expires: Date?, packages: [CatalogPackage]) {
+        self.serial = serial
+        self.expires = expires.map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
+        self.packages = packages.sorted { $0.productIdentifier.utf8.lexicographicallyPrecedes($1.productIdentifier.utf8) }
+    }
+
+    /// Pretty JSON, keys in the documented order, followed by a newline: the same catalog, the same bytes.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        func add(_ text: String) { out.append(contentsOf: text.utf8) }
+        func string(_ text: String) { JSONCoding.appendString(text, to: &out) }
+        add("{\n  \"format\" : ")
+        string(Self.format)
+        add(",\n  \"serial\" : \(serial)")
+        if let expires {
+            add(",\n  \"expires\" : ")
+            string(UTCTimestamp.format(expires))
+        }
+        add(",\n  \"packages\" : [")
+        for (index, package) in packages.enumerated() {
+            add(index == 0 ? "\n" : ",\n")
+            add("    {\n      \"productIdentifier\" : ")
+            string(package.productIdentifier)
+            add(",\n      \"version\" : ")
+            string(package.version)
+            add(",\n      \"url\" : ")
+            string(package.url)
+            add(",\n      \"size\" : \(package.size),\n      \"sha256\" : ")
+            string(package.sha256)
+            add(",\n      \"plistSHA256\" : ")
+            string(package.plistSHA256)
+            if let signatureURL = package.signatureURL {
+                add(",\n      \"signatureURL\" : ")
+                string(signatureURL)
+            }
+            add(",\n      \"deltas\" : [")
+            for (deltaIndex, delta) in package.deltas.enumerated() {
+                add(deltaIndex == 0 ? "\n" : ",\n")
+                add("        {\n          \"baseVersion\" : ")
+                string(delta.baseVersion)
+                add(",\n          \"url\" : ")
+                string(delta.url)
+                add(",\n          \"size\" : \(delta.size),\n          \"sha256\" : ")
+                string(delta.sha256)
+                add("\n        }")
+            }
+            add(package.deltas.isEmpty ? "]\n    }" : "\n      ]\n    }")
+        }
+        add(packages.isEmpty ? "]\n}\n" : "\n  ]\n}\n")
+        return out
+    }
+
+    /// Parses a catalog strictly: every documented field with its type, nothing else, digests as 64 lower-case
+    /// hex digits, sizes and the serial non-negative, products once each.
+    public static func decode(_ bytes: [UInt8]) throws(CatalogFormatError) -> Catalog {
+        guard bytes.count <= maxBytes else { throw CatalogFormatError(message: "larger than \(maxBytes) bytes") }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)), let root = object as? [String: Any] else {
+            throw CatalogFormatError(message: "not a JSON object")
+        }
+        var fields = Fields(root, at: "the catalog")
+        guard try fields.string("format") == format else {
+            throw CatalogFormatError(message: "format is not '\(format)'")
+        }
+        let serial = try fields.integer("serial")
+        var expires: Date?
+        if let text = try fields.optionalString("expires") {
+            guard let date = UTCTimestamp.parse(text) else {
+                throw CatalogFormatError(message: "expires '\(text)' is not a UTC time such as 2027-01-01T00:00:00Z")
+            }
+            expires = date
+        }
+        var packages: [CatalogPackage] = []
+        var seen: Set<String> = []
+        for (index, item) in try fields.array("packages").enumerated() {
+            guard let dictionary = item as? [String: Any] else { throw CatalogFormatError(message: "packages[\(index)] is not an object") }
+            var entry = Fields(dictionary, at: "packages[\(index)]")
+            let product = try entry.string("productIdentifier")
+            guard ContentInfo.isValidProductIdentifier(product), seen.insert(product).inserted else {
+                throw CatalogFormatError(message: "packages[\(index)]: productIdentifier '\(product)' is invalid or repeated")
+            }
+            let version = try entry.version("version")
+            var deltas: [CatalogDelta] = []
+            for (deltaIndex, deltaItem) in try entry.array("deltas").enumerated() {
+                guard let deltaDictionary = deltaItem as? [String: Any] else {
+                    throw CatalogFormatError(message: "packages[\(index)].deltas[\(deltaIndex)] is not an object")
+                }
+                var delta = Fields(deltaDictionary, at: "packages[\(index)].deltas[\(deltaIndex)]")
+                deltas.append(
+                    CatalogDelta(
+                        baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
+                        sha256: try delta.digest("sha256")))
+                try delta.finish()
+            }
+            packages.append(
+                CatalogPackage(
+                    productIdentifier: product, version: version, url: try entry.string("url"), size: try entry.integer("size"),
+                    sha256: try entry.digest("sha256"), plistSHA256: try entry.digest("plistSHA256"),
+                    signatureURL: try entry.optionalString("signatureURL"), deltas: deltas))
+            try entry.finish()
+        }
+        try fields.finish()
+        return Catalog(serial: serial, expires: expires, packages: packages)
+    }
+
+    /// Reads a JSON object's fields by name, each once, and refuses any left over.
+    private struct Fields {
+        var remaining: [String: Any]
+        let location: String
+
+        init(_ dictionary: [String: Any], at location: String) {
+            remaining = dictionary
+            self.location = location
+        }
+
+        mutating func take(_ name: String) -> Any? { remaining.removeValue(forKey: name) }
+
+        mutating func optionalString(_ name: String) throws(CatalogFormatError) -> String? {
+            guard let value = take(name) else { return nil }
+            guard let text = value as? String, !text.isEmpty else {
+                throw CatalogFormatError(message: "\(location): \(name) is not a non-empty string")
+            }
+            return text
+        }
+
+        mutating func string(_ name: String) throws(CatalogFormatError) -> String {
+            guard let text = try optionalString(name) else { throw CatalogFormatError(message: "\(location): \(name) is missing") }
+            return text
+        }
+
+        mutating func version(_ name: String) throws(CatalogFormatError) -> String {
+            let text = try string(name)
+            guard ContentVersion(text) != nil else { throw CatalogFormatError(message: "\(location): \(name) '\(text)' is not a version") }
+            return text
+        }
+
+        mutating func digest(_ name: String) throws(CatalogFormatError) -> String {
+            let text = try string(name)
+            guard DeltaBase.isHexDigest(text) else {
+                throw CatalogFormatError(message: "\(location): \(name) is not 64 lower-case hex digits")
+            }
+            return text
+        }
+
+        mutating func integer(_ name: String) throws(CatalogFormatError) -> Int64 {
+            // NSNumber bridging: a JSON true reads as 1 (its class is a subclass of NSNumber), and 1.5 as 1;
+            // only a whole number is taken.
+            guard let number = take(name) as? NSNumber, ObjectIdentifier(type(of: number)) == ObjectIdentifier(NSNumber.self),
+                let value = Int64(exactly: number.doubleValue), value >= 0, number.stringValue == String(value)
+            else { throw CatalogFormatError(message: "\(location): \(name) is not a non-negative whole number") }
+            return value
+        }
+
+        mutating func array(_ name: String) throws(CatalogFormatError) -> [Any] {
+            guard let values = take(name) as? [Any] else { throw CatalogFormatError(message: "\(location): \(name) is not an array") }
+            return values
+        }
+
+        func finish() throws(CatalogFormatError) {
+            if let extra = remaining.keys.sorted().first {
+                throw CatalogFormatError(message: "\(location): unknown field '\(extra)'")
+            }
+        }
+    }
+}

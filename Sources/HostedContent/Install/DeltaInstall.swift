@@ -1,0 +1,112 @@
+/// Installing a delta (docs/self-hosting.md): the same install as for the full version, where the files the
+/// delta does not carry come from DEST itself. Before anything is placed, DEST must hold the delta's base
+/// (receipt: product, base version, base plist SHA-256) and every carried-over file with the new version's
+/// size and SHA-256; the plan then finds those files in place, exactly as a full install of NEW would.
+extension InstallSession {
+    /// The listed files the delta does not carry, each with the size and SHA-256 the new version records.
+    func carriedFiles(_ report: VerificationReport, archive: String) throws(HCPackError) -> [InstalledFile] {
+        guard let info = report.contentInfo, let listed = info.files else { return [] }
+        let records = (try? info.integrityRecords()) ?? nil
+        var present: Set<String> = []
+        for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
+            present.insert(String(entry.path.dropFirst(Verifier.contentsPrefix.count)))
+        }
+        var carried: [InstalledFile] = []
+        for path in listed where !present.contains(path) {
+            // Verify's rules refuse these before install gets here; this only guards against a rule relaxed later.
+            guard let record = records?[path], PackagePath.unsafeArchiveNameReason(path) == nil,
+                path.split(separator: "/").first != Substring(Installer.metadataFolder)
+            else {
+                throw HCPackError(
+                    .invalidPackage, "\(archive): Contents/\(path) is neither carried nor recorded by the delta; run hcpack verify on it",
+                    path: archive)
+            }
+            carried.append(InstalledFile(path: path, size: record.size, sha256: record.sha256))
+        }
+        return carried
+    }
+
+    /// `listed` without the carried paths.
+    static func removing(_ carried: [InstalledFile], from listed: [String]?) -> [String]? {
+        let paths = Set(carried.map(\.path))
+        return listed?.filter { !paths.contains($0) }
+    }
+
+    /// Refuses the delta unless DEST holds its base (or already the version it makes) and every file it does
+    /// not carry, unchanged. Reads only; DEST is untouched when this throws.
+    func checkBase(_ delta: DeltaBase, package: Package, carried: [InstalledFile], archive: String) throws(HCPackError) {
+        let identifier = package.productIdentifier
+        let target = "\(identifier) \(package.version.text)"
+        let remedy = "install the full archive of \(target) instead"
+        let receipt = try metadata.openDirectory(Installer.receiptsFolder)?
+            .readFile(Installer.receiptName(identifier), limit: Installer.recordLimit)
+            .flatMap(InstallReceipt.decode)
+            .flatMap { $0.productIdentifier == identifier ? $0 : nil }
+        guard let receipt else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive) is a delta from version \(delta.baseVersion) of '\(identifier)', which \(destinationPath) does not have installed; \(remedy)",
+                path: destinationPath)
+        }
+        let installed = ContentVersion(receipt.version)
+        let isTarget = installed == package.version && receipt.plistSHA256 == delta.targetPlistSHA256
+        if !isTarget {
+            guard installed == ContentVersion(delta.baseVersion) else {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(destinationPath) has version \(receipt.version) of '\(identifier)'; \(archive) updates version \(delta.baseVersion) only; \(remedy)",
+                    path: destinationPath)
+            }
+            guard let recorded = receipt.plistSHA256 else {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(destinationPath): the receipt of '\(identifier)' \(receipt.version) does not record its ContentInfo.plist's SHA-256 (an older hcpack installed it), so the delta's base cannot be confirmed; \(remedy)",
+                    path: destinationPath)
+            }
+            guard recorded == delta.basePlistSHA256 else {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(destinationPath) has another build of '\(identifier)' \(receipt.version) (plist SHA-256 \(recorded)) than the delta's base (\(delta.basePlistSHA256)); \(remedy)",
+                    path: destinationPath)
+            }
+        }
+        lastInspected = nil  // may be from the streaming phase: look again
+        var damaged: [String] = []
+        for file in carried {
+            let location = destinationPath + "/" + file.path
+            switch try inspect(file.path) {
+            case .absent:
+                damaged.append("\(location) is missing")
+            case .file(let size):
+                if let found = try matches(file.path, size: size, [file.record]) {
+                    hashedInPlace[file.path] = found  // planning finds it in place without reading it again
+                } else {
+                    damaged.append("\(location) changed since it was installed (\(target) has \(file.size) bytes, SHA-256 \(file.sha256))")
+                }
+            case .other(let kind):
+                damaged.append("\(location) is a \(kind.noun), not the installed file")
+            case .blocked(let message):
+                damaged.append(message)
+            }
+        }
+        lastInspected = nil
+        guard damaged.isEmpty else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive) does not carry \(damaged.count == 1 ? "a file" : "\(damaged.count) files") it needs from \(destinationPath); nothing was changed; \(remedy) (it restores them):\n  "
+                    + damaged.joined(separator: "\n  "),
+                path: destinationPath)
+        }
+    }
+
+    /// A carried-over file the plan would place changed after `checkBase` looked: its bytes are not at hand.
+    func checkCarriedStayInPlace(_ plan: Plan, carried: [InstalledFile]) throws(HCPackError) {
+        let paths = Set(carried.map(\.path))
+        for file in plan.place where paths.contains(file.path) {
+            throw HCPackError(
+                .invalidPackage,
+                "\(destinationPath)/\(file.path) changed while the delta was being installed; nothing was changed; run the install again",
+                path: destinationPath + "/" + file.path)
+        }
+    }
+}
