@@ -304,21 +304,10 @@ public enum PackageScanner {
             collector.problems.append(contentsOf: staging.problems)
         }
         let format = reader.formatName ?? "unknown"
-        if complete, format.hasPrefix("ZIP"), let file, let end = ZipEndRecord.read(path: file) {
-            if let declared = end.declaredEntries, declared != collector.entriesRead {
-                collector.problems.add(
-                    .corrupt, path: "",
-                    "the central directory lists \(declared) entries but \(collector.entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive")
-            }
-            if end.trailingBytes > 0 {
-                collector.problems.add(
-                    .corrupt, path: "",
-                    "\(end.trailingBytes) bytes follow the end of the zip; other extractors may read them as another archive, rebuild it")
-            }
-        }
         if format.hasPrefix("ZIP") {
             // One verdict for every zip reader: the zip.* rules, from the central directory and local headers.
-            let found = try ZipStructureCheck.problems(file: file, bytes: bytes, limits: limits.archive)
+            let found = try ZipStructureCheck.problems(
+                file: file, bytes: bytes, limits: limits.archive, entriesRead: complete ? collector.entriesRead : nil)
             let reported = Set(collector.problems.problems.map { "\($0.rule.rawValue) \($0.path)" })
             for problem in found.problems where !reported.contains("\(problem.rule.rawValue) \(problem.path)") {
                 collector.problems.add(problem.rule, path: problem.path, problem.message)

@@ -11,8 +11,13 @@ enum ZipStructureCheck {
     static let rebuild = "rebuild the package from its folder with hcpack build"
 
     /// The zip problems of the archive at `file` (or held in `bytes`).
+    /// - Parameter entriesRead: how many entries libarchive read, when it read the whole archive: libarchive
+    ///   silently drops central records that point at a local header already seen (how overlapping zips hide
+    ///   files that other extractors unpack), so a count below the central directory's is refused.
     /// - Throws: `HCPackError` when the file cannot be read (an environment failure, not a finding).
-    static func problems(file: String?, bytes: [UInt8]?, limits: ArchiveLimits) throws(HCPackError) -> ProblemList {
+    static func problems(
+        file: String?, bytes: [UInt8]?, limits: ArchiveLimits, entriesRead: Int? = nil
+    ) throws(HCPackError) -> ProblemList {
         var check = ZipStructureCheck.Collector()
         let zipLimits = ZipDirectoryLimits(maxEntries: limits.maxEntries)
         let directory: ZipDirectory
@@ -32,6 +37,18 @@ enum ZipStructureCheck {
             throw HCPackError(.io, "\(file ?? "input"): \(error)", path: file ?? "input")
         }
         check.finish(directory)
+        if let entriesRead, directory.defects.isEmpty, directory.entryCount != entriesRead {
+            check.problems.add(
+                .corrupt, path: "",
+                "the central directory lists \(directory.entryCount) entries but \(entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive"
+            )
+        }
+        if let end = directory.end, end.trailingBytes > 0 {
+            // Another extractor may find a second archive there.
+            check.problems.add(
+                .corrupt, path: "",
+                "\(end.trailingBytes) bytes follow the end of the zip; other extractors may read them as another archive, rebuild it")
+        }
         return check.problems
     }
 
