@@ -28,7 +28,8 @@ extension PackageSink {
 /// through a `HashPipeline`, whose worker thread writes them to the file while this thread reads sources and
 /// runs libarchive, and a `ProgressiveSync` thread puts them on disk as they come.
 ///
-/// The summary's SHA-256 of the archive is taken as it is written: on this thread as the bytes pass, or, for
+/// The summary's SHA-256 of the archive is taken as it is written: by the pipeline's worker as it writes the
+/// bytes (off this thread, which runs libarchive and its deflate), or, for
 /// an archive whose first file is a reservation (a plist awaiting its digests), by an `ArchiveFollower` that
 /// writes the final first file over the reservation and reads the archive back behind the writer.
 final class ArchiveSink: PackageSink {
@@ -40,8 +41,9 @@ final class ArchiveSink: PackageSink {
     private let output: String
     private let modificationTime: Int64
     private let pipeline = HashPipeline()
-    /// Hashes the stream as it passes; nil when the first file is a reservation.
-    private let hasher: Digest.Hasher?
+    /// True when the pipeline's worker hashes the stream as it writes it (off this thread, which runs
+    /// libarchive's deflate); false when the first file is a reservation (the follower hashes the archive).
+    private let hashesStream: Bool
     /// Hashes the archive when the first file is a reservation.
     private let follower: ArchiveFollower?
     /// The reserved first file, once its final bytes are known: name and CRC-32s, for its central record.
@@ -66,7 +68,7 @@ final class ArchiveSink: PackageSink {
         reservedFirstFile: (name: String, reserved: [UInt8], final: @Sendable () throws(HCPackError) -> FilledReservation)? = nil
     ) throws(HCPackError) {
         self.descriptor = descriptor
-        hasher = reservedFirstFile == nil ? Digest.Hasher(.sha256) : nil
+        hashesStream = reservedFirstFile == nil
         reservedFirstFileName = reservedFirstFile?.name
         follower = reservedFirstFile.map {
             ArchiveFollower(descriptor, path: output, name: $0.name, reserved: $0.reserved, finalFirstFile: $0.final)
@@ -93,7 +95,6 @@ final class ArchiveSink: PackageSink {
             writeFailure = error
             throw ArchiveError(.io, error.message)
         }
-        hasher?.update(bytes)
         // libarchive hands over each part of the central directory whole (no blocks, see ArchiveWriter), so
         // the reserved file's record, the first, starts a part: it gets its final CRC-32 before it is written.
         if finishing, !centralRecordPatched, let rewrite = firstFileRewrite,
@@ -103,7 +104,7 @@ final class ArchiveSink: PackageSink {
             centralRecordPatched = true
             patched.withUnsafeBytes { pipeline.update($0, writingTo: pipelineDescriptor, hashing: false) }
         } else {
-            pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: false)
+            pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: hashesStream)
         }
         bytesWritten += Int64(bytes.count)
     }
@@ -150,12 +151,14 @@ final class ArchiveSink: PackageSink {
         writer = nil
         // The worker's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
         // whatever the umask.
+        // The whole stream is the pipeline's one hashed file: its digest is the archive's.
+        let streamTicket = hashesStream ? pipeline.end() : nil
         pipeline.close(pipelineDescriptor, keep: true)
         try pipeline.finishWriting()
         try diskSync?.finish()
         diskSync = nil
-        if let hasher {
-            digest = hasher.finalize()
+        if let streamTicket {
+            digest = pipeline.finish()[streamTicket]
         } else if let follower, let rewrite = firstFileRewrite {
             let followed = try follower.finish(length: bytesWritten)
             if centralRecordPatched {

@@ -199,6 +199,9 @@ public enum PackagePath {
 
     /// Control characters shown as escapes so messages stay on one line.
     public static func printable(_ text: String) -> String {
+        // Most names have no control character (in UTF-8 a control character is one byte below 0x20, or 0x7f;
+        // bytes of longer sequences are 0x80 and up): those are returned as they are, without a copy.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { return text }
         var result = ""
         for scalar in text.unicodeScalars {
             if scalar.value < 0x20 || scalar.value == 0x7f {
