@@ -288,7 +288,7 @@ def main():
         print(f"per file: build {rows[0][1][0][1] / count * 1000:.3f} ms, verify {rows[2][1][0][1] / count * 1000:.3f} ms, "
               f"install {rows[3][1][0][1] / count * 1000:.3f} ms (compare with the default corpus for linear growth)")
         return
-    # The targets of issue 5, in row order; every hcpack command's peak RSS under 64 MiB.
+    # The targets in row order: issue 5 on disk, issue 16 on the RAM disk; every hcpack command's peak RSS too.
     ratios = [ratio for _, _, ratio in rows]
     peak = max(r1 for _, ((_, _, r1), _), _ in rows) / 1024
     if TMPFS:
@@ -301,20 +301,16 @@ def main():
             ("install <= 1.0 x bsdtar -xf", f"{ratios[4]:.2f}", ratios[4] <= 1.0),
             ("peak RSS of every hcpack command < 48 MiB", f"{peak:.1f} MiB", peak < 48),
         ]
-        print("| target (RAM disk) | measured | met |")
-        print("| --- | ---: | --- |")
-        for target, measured, met in targets:
-            print(f"| {target} | {measured} | {'yes' if met else 'no'} |")
-        return
-    targets = [
-        ("build (auto) <= 0.35 x zip -qr, archive <= +2%", f"{ratios[0]:.2f}, {growth * 100:+.2f}%", ratios[0] <= 0.35 and growth <= 0.02),
-        ("build (store) <= 0.8 x zip -qr -0", f"{ratios[1]:.2f}", ratios[1] <= 0.8),
-        ("verify <= 0.3 x sha256sum", f"{ratios[2]:.2f}", ratios[2] <= 0.3),
-        ("install <= 0.7 x unzip -q", f"{ratios[3]:.2f}", ratios[3] <= 0.7),
-        ("install <= 1.3 x bsdtar -xf", f"{ratios[4]:.2f}", ratios[4] <= 1.3),
-        ("peak RSS of every hcpack command < 64 MiB", f"{peak:.1f} MiB", peak < 64),
-    ]
-    print("| target | measured | met |")
+    else:
+        targets = [
+            ("build (auto) <= 0.35 x zip -qr, archive <= +2%", f"{ratios[0]:.2f}, {growth * 100:+.2f}%", ratios[0] <= 0.35 and growth <= 0.02),
+            ("build (store) <= 0.8 x zip -qr -0", f"{ratios[1]:.2f}", ratios[1] <= 0.8),
+            ("verify <= 0.3 x sha256sum", f"{ratios[2]:.2f}", ratios[2] <= 0.3),
+            ("install <= 0.7 x unzip -q", f"{ratios[3]:.2f}", ratios[3] <= 0.7),
+            ("install <= 1.3 x bsdtar -xf", f"{ratios[4]:.2f}", ratios[4] <= 1.3),
+            ("peak RSS of every hcpack command < 64 MiB", f"{peak:.1f} MiB", peak < 64),
+        ]
+    print(f"| target{' (RAM disk)' if TMPFS else ''} | measured | met |")
     print("| --- | ---: | --- |")
     for target, measured, met in targets:
         print(f"| {target} | {measured} | {'yes' if met else 'no'} |")

@@ -479,7 +479,7 @@ public enum Builder {
             temporary = try makeTemporaryFolder(template, for: output)
             sink = FolderSink(root: temporary, output: output, modificationTime: options.sourceDateEpoch)
         } else {
-            let (descriptor, path) = try makeTemporaryFile(template, for: output)
+            let (descriptor, path) = try FileSystem.makeTemporaryFile(template: template, for: output)
             temporary = path
             // Deferred digests: the sources are hashed on threads of their own while they are copied; once all
             // are, the archive gets its real plist and is hashed behind the writer.
@@ -538,7 +538,7 @@ public enum Builder {
             }
         try commit(temporary, to: output, replacing: options.force)
         committed = true
-        try syncFolder(parent)
+        try FileSystem.synchronizeFolder(parent)
 
         return BuildResult(
             output: output, format: plan.format, productIdentifier: plan.contentInfo?.productIdentifier ?? "",
@@ -589,10 +589,6 @@ public enum Builder {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    private static func makeTemporaryFile(_ template: String, for output: String) throws(HCPackError) -> (Int32, String) {
-        try FileSystem.makeTemporaryFile(template: template, for: output)
-    }
-
     private static func makeTemporaryFolder(_ template: String, for output: String) throws(HCPackError) -> String {
         let path = try FileSystem.makeTemporaryDirectory(template: template, for: output)
         try? FileSystem.setPermissions(path, 0o755)  // mkdtemp makes it 0700
@@ -638,10 +634,6 @@ public enum Builder {
         try? FileManager.default.removeItem(atPath: aside)
     }
 
-    /// fsync on a folder, so a rename in it survives a crash.
-    static func syncFolder(_ path: String) throws(HCPackError) {
-        try FileSystem.synchronizeFolder(path)
-    }
 }
 
 /// Decides which source entries a build leaves out.

@@ -105,17 +105,17 @@ public enum TransporterPackage {
         if outputExists {
             // Move the old output aside first, so a failure leaves either the old or the new folder in place.
             let aside = staging + ".old"
-            try rename(request.outputPath, to: aside)
+            try FileSystem.rename(request.outputPath, to: aside)
             do {
-                try rename(staging, to: request.outputPath)
+                try FileSystem.rename(staging, to: request.outputPath)
             } catch {
-                try? rename(aside, to: request.outputPath)
+                try? FileSystem.rename(aside, to: request.outputPath)
                 throw error
             }
             committed = true
             try? FileManager.default.removeItem(atPath: aside)
         } else {
-            try rename(staging, to: request.outputPath)
+            try FileSystem.rename(staging, to: request.outputPath)
             committed = true
         }
         return TransporterResult(report: report, written: true, fileName: fileName, size: size, md5: md5)
@@ -192,9 +192,5 @@ public enum TransporterPackage {
         let file = try FileSystem.createFile(path)
         try file.write(bytes)
         try file.finish(mode: nil)
-    }
-
-    private static func rename(_ from: String, to: String) throws(HCPackError) {
-        try FileSystem.rename(from, to: to)
     }
 }
