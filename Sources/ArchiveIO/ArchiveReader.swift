@@ -75,6 +75,8 @@ public final class ArchiveReader {
     /// The input's first bytes (up to `FormatSniffer.prefixLength`), for the format and for messages.
     private var prefix: [UInt8] = []
     private let limits: ArchiveLimits
+    /// False when the caller checks each zip entry's CRC-32 itself (see `init(path:limits:checksZipCRC:)`).
+    private let checksZipCRC: Bool
     /// How errors name the input: the quoted path, or "input" for bytes.
     private let inputName: String
     /// Ends the process when a call into libarchive stalls (nil when `limits.stallSeconds` is 0).
@@ -107,8 +109,12 @@ public final class ArchiveReader {
     /// - Throws: `.io` (with `errno`) when the file cannot be opened or is a directory;
     ///   `.unsupportedFormat` when it is not a zip or tar archive; `.nestedCompression` for a compressed stream
     ///   inside a compressed stream.
-    public init(path: String, limits: ArchiveLimits = ArchiveLimits()) throws(ArchiveError) {
+    /// - Parameter checksZipCRC: false turns libarchive's CRC-32 check of zip entries off (its `ignorecrc32`
+    ///   option): for a caller that computes each entry's CRC-32 on another thread and compares it with the
+    ///   central directory's (`ZipDirectory`). Tar has no checksum of the data, so it changes nothing there.
+    public init(path: String, limits: ArchiveLimits = ArchiveLimits(), checksZipCRC: Bool = true) throws(ArchiveError) {
         self.limits = limits
+        self.checksZipCRC = checksZipCRC
         self.inputName = "'\(path)'"
         self.watchdog = ReadWatchdog(limits: limits, inputName: "'\(path)'")
         self.archive = try Self.makeArchive()
@@ -174,8 +180,10 @@ public final class ArchiveReader {
 
     /// Reads an archive held in memory (`archive_read_open_memory` on a copy owned by the reader).
     /// - Throws: `.unsupportedFormat` when the bytes are not a zip or tar archive; `.nestedCompression`.
-    public init(bytes: [UInt8], limits: ArchiveLimits = ArchiveLimits()) throws(ArchiveError) {
+    /// - Parameter checksZipCRC: as for `init(path:limits:checksZipCRC:)`.
+    public init(bytes: [UInt8], limits: ArchiveLimits = ArchiveLimits(), checksZipCRC: Bool = true) throws(ArchiveError) {
         self.limits = limits
+        self.checksZipCRC = checksZipCRC
         self.inputName = "input"
         self.watchdog = ReadWatchdog(limits: limits, inputName: "input")
         self.archive = try Self.makeArchive()
@@ -197,6 +205,9 @@ public final class ArchiveReader {
         if fileDescriptor >= 0 { close(fileDescriptor) }
         memory?.deallocate()
     }
+
+    /// True when the input is a zip (chosen from its first bytes, before any header is read).
+    public private(set) var isZip = false
 
     /// The format name libarchive reports after the first header ("ZIP 2.0 (deflation)", "POSIX ustar", ...)
     /// (`archive_format_name`).
@@ -387,6 +398,12 @@ public final class ArchiveReader {
             try check(archive_read_set_format(archive, ARCHIVE_FORMAT_TAR), archive, "choosing the tar format", as: .io)
         case .zip:
             try check(archive_read_support_format_zip_seekable(archive), archive, "choosing the zip format", as: .io)
+            isZip = true
+            if !checksZipCRC {
+                try check(
+                    archive_read_set_format_option(archive, "zip", "ignorecrc32", "1"), archive,
+                    "turning libarchive's CRC-32 check off", as: .io)
+            }
         }
     }
 

@@ -34,8 +34,8 @@ extension PackageSink {
 /// writes the final first file over the reservation and reads the archive back behind the writer.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
-    /// A duplicate of `descriptor` that the pipeline writes to and closes.
-    private let pipelineDescriptor: Int32
+    /// A duplicate of `descriptor`, which the pipeline writes to and closes.
+    private let pipelineFile: HashPipeline.File
     private var isOpen = true
     private var writer: ArchiveWriter?
     private let output: String
@@ -75,8 +75,7 @@ final class ArchiveSink: PackageSink {
         }
         self.output = output
         self.modificationTime = modificationTime
-        pipelineDescriptor = try Descriptor.duplicate(descriptor, path: output)
-        pipeline.adopt(pipelineDescriptor, path: output, startsWriteback: false)
+        pipelineFile = pipeline.adopt(try Descriptor.duplicate(descriptor, path: output), path: output, startsWriteback: false)
         diskSync = ProgressiveSync(descriptor, path: output)
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
@@ -102,15 +101,16 @@ final class ArchiveSink: PackageSink {
                 bytes, name: rewrite.name, reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
         {
             centralRecordPatched = true
-            patched.withUnsafeBytes { pipeline.update($0, writingTo: pipelineDescriptor, hashing: false) }
+            patched.withUnsafeBytes { pipeline.update($0, writingTo: pipelineFile, hashing: false) }
         } else {
-            pipeline.update(bytes, writingTo: pipelineDescriptor, hashing: hashesStream)
+            pipeline.update(bytes, writingTo: pipelineFile, hashing: hashesStream)
         }
         bytesWritten += Int64(bytes.count)
     }
 
     deinit {
         follower?.stop()
+        _ = pipeline.finish()  // its threads hold it: without this, a failed build would leave them waiting
         if isOpen { Descriptor.release(descriptor) }
     }
 
@@ -153,7 +153,7 @@ final class ArchiveSink: PackageSink {
         // whatever the umask.
         // The whole stream is the pipeline's one hashed file: its digest is the archive's.
         let streamTicket = hashesStream ? pipeline.end() : nil
-        pipeline.close(pipelineDescriptor, keep: true)
+        pipeline.close(pipelineFile, keep: true)
         try pipeline.finishWriting()
         try diskSync?.finish()
         diskSync = nil

@@ -1,10 +1,17 @@
+import Synchronization
+
 /// A private folder inside `DEST/.hcpack/` that receives archive data as it streams.
 ///
 /// Only regular files that may lie under a package's Contents/ are written ("Contents/..." or
 /// "ROOT/Contents/...": the root is known only once the whole archive was read). Files are created with
 /// `O_CREAT|O_EXCL|O_NOFOLLOW` and folders with `mkdirat`, all relative to the staging folder's descriptor,
 /// so no entry can write outside it. Names were already checked by `PackagePath.unsafeArchiveNameReason`.
-public final class StagingArea {
+///
+/// Files and folders are created by the pipeline's writing worker, just before their first bytes
+/// (`beginFile`); the caller's thread only decides what is staged.
+public final class StagingArea: @unchecked Sendable {
+    // @unchecked: `openFolders` is the writing worker's while files stream (the pipeline runs the openers
+    // one after another), the caller's again after `HashPipeline.finishWriting()`; conflicts sit behind a mutex.
     /// Prefix of staging folder names in `DEST/.hcpack/`; leftovers with it are removed by the next install.
     public static let namePrefix = "staging-"
 
@@ -14,7 +21,8 @@ public final class StagingArea {
     public let name: String
     private let parent: DirectoryHandle
     /// Conflicts found while writing (names the file system treats as one, a file where a folder must go).
-    public private(set) var problems = ProblemList()
+    public var problems: ProblemList { conflicts.withLock { $0 } }
+    private let conflicts = Mutex(ProblemList())
     /// Bytes written so far.
     public private(set) var writtenBytes: Int64 = 0
     /// Files written so far.
@@ -84,11 +92,16 @@ public final class StagingArea {
         return String((0..<8).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] })
     }
 
-    /// True when an archive entry may turn out to be a content file, whichever root the package has.
+    /// True when an archive entry may turn out to be a content file, whichever root the package has:
+    /// "Contents/..." or "ROOT/Contents/..." (ROOT not junk).
     public static func mayBeContent(_ name: String) -> Bool {
-        let parts = name.split(separator: "/", omittingEmptySubsequences: false)
-        if parts.count >= 2 && parts[0] == "Contents" { return true }
-        return parts.count >= 3 && parts[1] == "Contents" && !PackagePath.isJunk(String(parts[0]))
+        let bytes = name.utf8
+        let contents = "Contents/".utf8
+        if bytes.starts(with: contents) { return true }
+        guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")),
+            bytes[bytes.index(after: slash)...].starts(with: contents)
+        else { return false }
+        return !PackagePath.isJunk(String(name[..<slash]))
     }
 
     /// Called by the scanner with each ContentInfo.plist candidate as soon as it is read. Archives made by
@@ -102,10 +115,10 @@ public final class StagingArea {
     public func wasSkipped(_ archivePath: String) -> Bool { skipped.contains(archivePath) }
 
     /// Starts writing the entry `name` (an archive name), whose data `pipeline` will hash and write; nil when
-    /// it need not be staged, is already in place in DEST (recorded in `skipped`), or conflicts with an entry
-    /// already staged (recorded in `problems`).
-    /// - Throws: `HCPackError` for file system failures (disk full, permission, I/O).
-    func beginFile(_ name: String, through pipeline: HashPipeline) throws(HCPackError) -> StagedFileWriter? {
+    /// it need not be staged or is already in place in DEST (recorded in `skipped`). The pipeline's writing
+    /// worker creates the file: a conflict with an entry already staged is recorded in `problems`, a file
+    /// system failure (disk full, permission, I/O) fails the pipeline.
+    func beginFile(_ name: String, through pipeline: HashPipeline) -> StagedFileWriter? {
         guard Self.mayBeContent(name) else { return nil }
         // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it,
         // and a path of 400 kB would otherwise be 200,000 nested folders. Room for the root folder's name.
@@ -120,33 +133,6 @@ public final class StagingArea {
         }
         var parts = name.split(separator: "/")
         guard let leaf = parts.popLast() else { return nil }
-        // Names compare byte for byte: NFC and NFD spellings are two folders here.
-        var shared = 0
-        while shared < min(openFolders.count, parts.count), openFolders[shared].name.utf8.elementsEqual(parts[shared].utf8) {
-            shared += 1
-        }
-        openFolders.removeLast(openFolders.count - shared)
-        let folder: DirectoryHandle
-        do {
-            var current = openFolders.last?.handle ?? directory
-            for part in parts[shared...] {
-                let component = String(part)
-                // 0755 like the folders placing makes in DEST, since a whole folder may be moved there; the
-                // staging folder itself (0700) keeps everyone else out meanwhile.
-                _ = try current.createDirectory(component, mode: 0o755)
-                guard let child = try current.openDirectoryIfFolder(component) else {
-                    conflict(name)
-                    return nil
-                }
-                current = child
-                openFolders.append((part, current))
-            }
-            folder = current
-        }
-        guard let descriptor = try folder.createFileDescriptor(String(leaf), mode: 0o600) else {
-            conflict(name)
-            return nil
-        }
         // parts[0] or parts[1] is "Contents" (mayBeContent); a file in a folder below it counts for that folder.
         let contentsIndex = parts[0] == "Contents" ? 0 : 1
         if parts.count > contentsIndex + 1 {
@@ -154,14 +140,48 @@ public final class StagingArea {
             let prefixBytes = parts[...contentsIndex].reduce(0) { $0 + $1.utf8.count + 1 }
             topFolders[top, default: FolderSummary()].add(Substring(name.utf8.dropFirst(prefixBytes)))
         }
-        return StagedFileWriter(descriptor: descriptor, path: folder.describe(String(leaf)), area: self, pipeline: pipeline)
+        let file = pipeline.adopt { [self, parts] () throws(HCPackError) in try create(name, folders: parts, leaf: leaf) }
+        return StagedFileWriter(file: file, area: self, pipeline: pipeline)
+    }
+
+    /// Creates the staged file `name` and the folders it needs, on the pipeline's writing worker; nil (and a
+    /// conflict recorded) when the file system already has something in its way.
+    private func create(_ name: String, folders parts: [Substring], leaf: Substring) throws(HCPackError)
+        -> (descriptor: Int32, path: String)?
+    {
+        // Names compare byte for byte: NFC and NFD spellings are two folders here.
+        var shared = 0
+        while shared < min(openFolders.count, parts.count), openFolders[shared].name.utf8.elementsEqual(parts[shared].utf8) {
+            shared += 1
+        }
+        openFolders.removeLast(openFolders.count - shared)
+        var folder = openFolders.last?.handle ?? directory
+        for part in parts[shared...] {
+            let component = String(part)
+            // 0755 like the folders placing makes in DEST, since a whole folder may be moved there; the
+            // staging folder itself (0700) keeps everyone else out meanwhile.
+            _ = try folder.createDirectory(component, mode: 0o755)
+            guard let child = try folder.openDirectoryIfFolder(component) else {
+                conflict(name)
+                return nil
+            }
+            folder = child
+            openFolders.append((part, folder))
+        }
+        guard let descriptor = try folder.createFileDescriptor(String(leaf), mode: 0o600) else {
+            conflict(name)
+            return nil
+        }
+        return (descriptor, folder.describe(String(leaf)))
     }
 
     private func conflict(_ name: String) {
-        problems.add(
-            .duplicateEntry, path: name,
-            "the entry collides with another one on this file system (a file and a folder with one name, or names that differ only in case); rename one of them"
-        )
+        conflicts.withLock {
+            $0.add(
+                .duplicateEntry, path: name,
+                "the entry collides with another one on this file system (a file and a folder with one name, or names that differ only in case); rename one of them"
+            )
+        }
     }
 
     fileprivate func account(bytes: Int64) {
@@ -231,25 +251,24 @@ public final class StagingArea {
 
 /// Receives one staged file's data block by block; the pipeline's worker thread writes it.
 final class StagedFileWriter {
-    private let descriptor: Int32
+    private let file: HashPipeline.File
     private unowned let area: StagingArea
     private let pipeline: HashPipeline
     private var finished = false
 
-    /// Hands the new file's descriptor to `pipeline`, which closes it.
-    init(descriptor: Int32, path: String, area: StagingArea, pipeline: HashPipeline) {
-        self.descriptor = descriptor
+    /// `file` was adopted by `pipeline`, which opens and closes it.
+    init(file: HashPipeline.File, area: StagingArea, pipeline: HashPipeline) {
+        self.file = file
         self.area = area
         self.pipeline = pipeline
-        pipeline.adopt(descriptor, path: path)
     }
 
     /// An abandoned file (the archive failed mid-entry) is closed as it is; the staging area goes anyway.
-    deinit { if !finished { pipeline.close(descriptor, keep: false) } }
+    deinit { if !finished { pipeline.close(file, keep: false) } }
 
     /// Hashes and appends a block (copied: `bytes` may be reused at once).
     func write(_ bytes: UnsafeRawBufferPointer) {
-        pipeline.update(bytes, writingTo: descriptor)
+        pipeline.update(bytes, writingTo: file)
         area.account(bytes: Int64(bytes.count))
     }
 
@@ -258,7 +277,7 @@ final class StagedFileWriter {
     /// `syncfs` is missing.
     func finish() throws(HCPackError) {
         finished = true
-        pipeline.close(descriptor, keep: true)
+        pipeline.close(file, keep: true)
         area.accountFile()
         try pipeline.check()
     }

@@ -1,36 +1,71 @@
+import ArchiveIO
 import Digest
 import Dispatch
 import Foundation
 import Synchronization
 
 
-/// SHA-256, and optionally the file writes, on a second thread, so that they overlap reading and
-/// decompressing an archive (verify, install) or compressing one (build).
+/// SHA-256 (and, when asked, CRC-32), and optionally the file writes, on other threads, so that they overlap
+/// reading and decompressing an archive (verify, install) or compressing one (build).
 ///
 /// The caller hands over a stream of files, chunk by chunk; chunks are packed into a few fixed buffers
 /// (bounded memory: `slotCount` x `slotSize`), hashed in order by one worker thread, and each file's digest
-/// comes back under the ticket `end()` returned. Small files share a buffer, and the worker is woken once per
-/// full buffer rather than once per file: with thousands of small files, per-file wake-ups were 15,000
+/// comes back under the ticket `end()` returned. Small files share a buffer, and the workers are woken once
+/// per full buffer rather than once per file: with thousands of small files, per-file wake-ups were 15,000
 /// futex calls.
 ///
-/// A chunk can also be written to a file the pipeline owns (`adopt`): the worker writes it after hashing (or
-/// only writes it, for a caller that hashes on its own thread),
-/// starts its writeback, and closes the file when it ends. Writing is a third of install's and build's
-/// main thread otherwise (the copy into the page cache). The first write failure is kept and thrown by
-/// `check()` and `finishWriting()`; later writes are dropped.
+/// A chunk can also be written to a file the pipeline owns (`adopt`). With `writer: .ownThread` the writes
+/// run on a second worker that reads the same buffers (a buffer is free again once both workers are done
+/// with it): writing into the page cache costs as much as SHA-256, and on one worker the two together were
+/// the longest thread of an install. The writing worker starts each file's writeback and closes the file
+/// when it ends. The first write failure is kept and thrown by `check()` and `finishWriting()`; later writes
+/// are dropped.
 final class HashPipeline: @unchecked Sendable {
-    // @unchecked: a slot belongs to the caller until its jobs are submitted and to the worker until it is
-    // released through `freeSlots`; everything else the worker shares sits behind the mutex.
+    // @unchecked: a slot belongs to the caller until its jobs are submitted and to the workers until they
+    // have all released it (`releases`); everything else the workers share sits behind mutexes.
     private enum Job {
-        case data(slot: Int, start: Int, count: Int, file: Int32, hashed: Bool)
+        case data(slot: Int, start: Int, count: Int, file: File?, hashed: Bool)
         case end(ticket: Int)
         /// The worker is done with the slot once it reaches this job.
         case release(slot: Int)
-        /// From here on `descriptor` is the worker's, known as `path` in messages.
-        case adopt(descriptor: Int32, path: String, startsWriteback: Bool)
+        /// From here on `file` is the writing worker's, which opens it with `open`.
+        case adopt(file: File, open: Opener, startsWriteback: Bool)
         /// Closes an adopted file; with `keep`, first sets mode 0644 and (without syncfs) fsyncs it.
-        case close(descriptor: Int32, keep: Bool)
+        case close(file: File, keep: Bool)
         case stop
+    }
+
+    /// An adopted file, as the caller names it to `update` and `close`.
+    struct File: Hashable, Sendable {
+        fileprivate let number: Int
+    }
+
+    /// Opens an adopted file, on the writing worker: its descriptor and how messages name it, or nil when its
+    /// data is to be dropped (the opener has recorded why). A throw fails the pipeline like a failed write.
+    typealias Opener = @Sendable () throws(HCPackError) -> (descriptor: Int32, path: String)?
+
+    /// Where adopted files are written.
+    enum WriterThread {
+        /// On the hashing worker, after hashing: one thread for callers that write little or hash little.
+        case hashingThread
+        /// On a worker of its own.
+        case ownThread
+    }
+
+    /// What a worker does with the jobs it is given (every worker sees every job, in order).
+    private struct Role: OptionSet {
+        let rawValue: Int
+        static let hashing = Role(rawValue: 1)
+        static let writing = Role(rawValue: 2)
+    }
+
+    /// One worker thread's queue.
+    private final class Worker: Sendable {
+        let role: Role
+        let pending = DispatchSemaphore(value: 0)
+        let stopped = DispatchSemaphore(value: 0)
+        let jobs = Mutex<[Job]>([])
+        init(role: Role) { self.role = role }
     }
 
     private static let slotCount = 4
@@ -39,51 +74,81 @@ final class HashPipeline: @unchecked Sendable {
     private let openFiles = DispatchSemaphore(value: 32)
     private let slots: [UnsafeMutableRawBufferPointer]
     private let freeSlots: DispatchSemaphore
-    private let pendingJobs = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
-    private let shared = Mutex<(jobs: [Job], digests: [[UInt8]], failure: HCPackError?)>(([], [], nil))
+    private let workers: [Worker]
+    /// How many workers have released each slot since it was last handed over.
+    private let releases: Mutex<[Int]>
+    private let computesChecksums: Bool
+    private let shared = Mutex<(digests: [[UInt8]], checksums: [UInt32], failure: HCPackError?)>(([], [], nil))
     /// Jobs for the slot being filled, handed over together when it is full.
     private var batch: [Job] = []
     /// The slot being filled (owned by the caller) and how many bytes it holds; nil before the first byte.
     private var filling: (slot: Int, used: Int)?
     private var nextSlot = 0
     private var nextTicket = 0
+    private var nextFile = 0
+    /// Adopted files not yet given to `close`: `finish()` gives their `openFiles` places back (libdispatch
+    /// refuses to free a semaphore below its initial value).
+    private var unclosedFiles = 0
     private var isFinished = false
 
-    init() {
+    /// - Parameters:
+    ///   - writer: where adopted files are written.
+    ///   - checksums: also computes each file's CRC-32 (`checksums()`), for zip entries whose CRC-32 the
+    ///     caller checks instead of libarchive (which would compute it on the reading thread).
+    init(writer: WriterThread = .hashingThread, checksums: Bool = false) {
         slots = (0..<Self.slotCount).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64) }
         freeSlots = DispatchSemaphore(value: Self.slotCount)
-        let thread = Thread { [self] in work() }
-        thread.name = "hcpack-sha256"
-        thread.start()
+        releases = Mutex([Int](repeating: 0, count: Self.slotCount))
+        computesChecksums = checksums
+        workers =
+            switch writer {
+            case .hashingThread: [Worker(role: [.hashing, .writing])]
+            case .ownThread: [Worker(role: .hashing), Worker(role: .writing)]
+            }
+        for (index, worker) in workers.enumerated() {
+            let thread = Thread { [self] in work(worker) }
+            thread.name = index == 0 ? "hcpack-sha256" : "hcpack-write"
+            thread.start()
+        }
     }
 
+    /// The workers hold the pipeline until `finish()` stops them: every owner calls it, on every path.
     deinit {
-        if !isFinished { _ = finish() }
         for slot in slots { slot.deallocate() }
     }
 
     /// Takes over an open file: `update(_:writingTo:)` appends to it, `close` closes it. The caller must not
     /// use or close the descriptor afterwards. Without `startsWriteback` the worker only writes (another
     /// thread puts the file on disk, `ProgressiveSync`).
-    func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool = true) {
+    func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool = true) -> File {
+        adopt(startsWriteback: startsWriteback) { () throws(HCPackError) in (descriptor, path) }
+    }
+
+    /// A file that the writing worker opens (`open`) before its first bytes: creating thousands of small
+    /// files is as much work as inflating them, and the reading thread has the inflating to do.
+    func adopt(startsWriteback: Bool = true, opening open: @escaping Opener) -> File {
         if openFiles.wait(timeout: .now()) == .timedOut {
             // Too many files waiting for their close: hand over the queued closes, then wait for one.
             handOver()
             openFiles.wait()
         }
-        batch.append(.adopt(descriptor: descriptor, path: path, startsWriteback: startsWriteback))
+        let file = File(number: nextFile)
+        nextFile += 1
+        unclosedFiles += 1
+        batch.append(.adopt(file: file, open: open, startsWriteback: startsWriteback))
+        return file
     }
 
     /// Closes an adopted file once everything before has been written; with `keep` false (an abandoned
     /// file) nothing more is done to it.
-    func close(_ descriptor: Int32, keep: Bool) {
-        batch.append(.close(descriptor: descriptor, keep: keep))
+    func close(_ file: File, keep: Bool) {
+        unclosedFiles -= 1
+        batch.append(.close(file: file, keep: keep))
     }
 
     /// Adds bytes to the current file's hash (copied: `bytes` may be reused as soon as this returns) and, when
-    /// `file` is an adopted descriptor, writes them to it; with `hashing` false they are only written.
-    func update(_ bytes: UnsafeRawBufferPointer, writingTo file: Int32 = -1, hashing: Bool = true) {
+    /// `file` is an adopted file, writes them to it; with `hashing` false they are only written.
+    func update(_ bytes: UnsafeRawBufferPointer, writingTo file: File? = nil, hashing: Bool = true) {
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
@@ -115,16 +180,24 @@ final class HashPipeline: @unchecked Sendable {
         try check()
     }
 
-    /// Waits for the worker and returns every ended file's digest, by ticket. Bytes given after the last
+    /// Waits for the workers and returns every ended file's digest, by ticket. Bytes given after the last
     /// `end()` (a file cut short by an error) are dropped.
     func finish() -> [[UInt8]] {
         if !isFinished {
             isFinished = true
             handOver()
             submit([.stop])
-            stopped.wait()
+            for worker in workers { worker.stopped.wait() }
+            for _ in 0..<unclosedFiles { openFiles.signal() }
+            unclosedFiles = 0
         }
         return shared.withLock { $0.digests }
+    }
+
+    /// Every ended file's CRC-32, by ticket (empty unless made with `checksums: true`); waits like `finish()`.
+    func checksums() -> [UInt32] {
+        _ = finish()
+        return shared.withLock { $0.checksums }
     }
 
     private func takeSlot() -> (slot: Int, used: Int) {
@@ -144,40 +217,65 @@ final class HashPipeline: @unchecked Sendable {
     }
 
     private func submit(_ jobs: [Job]) {
-        shared.withLock { $0.jobs.append(contentsOf: jobs) }
-        pendingJobs.signal()
+        for worker in workers {
+            worker.jobs.withLock { $0.append(contentsOf: jobs) }
+            worker.pending.signal()
+        }
     }
 
-    private func work() {
+    private func work(_ worker: Worker) {
+        let hashing = worker.role.contains(.hashing)
+        let writing = worker.role.contains(.writing)
+        // With a writing worker, the CRC-32 is its: SHA-256 alone is as much work per byte as a write into the
+        // page cache plus a CRC-32 (install on tmpfs: 0.70 s against 0.74 s with both digests on one worker).
+        let checksumming = computesChecksums && (workers.count == 2 ? writing : hashing)
         var hasher = Digest.Hasher(.sha256)
+        var crc: UInt32 = 0
         var files = AdoptedFiles()
         while true {
-            pendingJobs.wait()
-            let jobs = shared.withLock { state -> [Job] in
-                let taken = state.jobs
-                state.jobs = []
+            worker.pending.wait()
+            let jobs = worker.jobs.withLock { queued -> [Job] in
+                let taken = queued
+                queued = []
                 return taken
             }
             for job in jobs {
                 switch job {
                 case .data(let slot, let start, let count, let file, let hashed):
                     let bytes = UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)])
-                    if hashed { hasher.update(bytes) }
-                    if file >= 0, let failure = files.write(bytes, to: file) { record(failure) }
+                    if hashing && hashed { hasher.update(bytes) }
+                    if checksumming && hashed { crc = CRC32.update(crc, with: bytes) }
+                    if writing, let file, let failure = files.write(bytes, to: file) { record(failure) }
                 case .end:
-                    let digest = hasher.finalize()
-                    shared.withLock { $0.digests.append(digest) }
-                    hasher = Digest.Hasher(.sha256)
-                case .release:
-                    freeSlots.signal()
-                case .adopt(let descriptor, let path, let startsWriteback):
-                    files.adopt(descriptor, path: path, startsWriteback: startsWriteback)
-                case .close(let descriptor, let keep):
-                    if let failure = files.close(descriptor, keep: keep) { record(failure) }
+                    if hashing {
+                        let digest = hasher.finalize()
+                        shared.withLock { $0.digests.append(digest) }
+                        hasher = Digest.Hasher(.sha256)
+                    }
+                    if checksumming {
+                        let checksum = crc
+                        shared.withLock { $0.checksums.append(checksum) }
+                        crc = 0
+                    }
+                case .release(let slot):
+                    let isLast = releases.withLock { counts in
+                        counts[slot] += 1
+                        guard counts[slot] == workers.count else { return false }
+                        counts[slot] = 0
+                        return true
+                    }
+                    if isLast { freeSlots.signal() }
+                case .adopt(let file, let open, let startsWriteback):
+                    // After a failure nothing new is created: the caller is about to give up and clean up.
+                    guard writing, shared.withLock({ $0.failure == nil }) else { continue }
+                    if let failure = files.adopt(file, open: open, startsWriteback: startsWriteback) { record(failure) }
+                case .close(let file, let keep):
+                    guard writing else { continue }
+                    if let failure = files.close(file, keep: keep) { record(failure) }
                     openFiles.signal()
                 case .stop:
                     files.closeAll()
-                    stopped.signal()
+                    worker.stopped.signal()
                     return
                 }
             }
@@ -191,29 +289,39 @@ final class HashPipeline: @unchecked Sendable {
     }
 }
 
-/// The worker's open files: path for messages, bytes written, bytes handed to writeback.
+/// The writing worker's open files: descriptor, path for messages, bytes written, bytes handed to writeback.
 private struct AdoptedFiles {
-    private struct File {
+    private struct OpenFile {
+        var descriptor: Int32
         var path: String
         var startsWriteback: Bool
         var written: Int64 = 0
         var writebackStarted: Int64 = 0
         var failed = false
     }
-    private var files: [Int32: File] = [:]
+    /// Adopted files that opened; one that did not gets no entry, and its data is dropped.
+    private var files: [HashPipeline.File: OpenFile] = [:]
 
-    mutating func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool) {
-        files[descriptor] = File(path: path, startsWriteback: startsWriteback)
+    /// Opens an adopted file; returns the opener's failure.
+    mutating func adopt(_ file: HashPipeline.File, open: HashPipeline.Opener, startsWriteback: Bool) -> HCPackError? {
+        do throws(HCPackError) {
+            guard let (descriptor, path) = try open() else { return nil }
+            files[file] = OpenFile(descriptor: descriptor, path: path, startsWriteback: startsWriteback)
+            return nil
+        } catch {
+            return error
+        }
     }
 
     /// Writes all of `bytes`; after a failure the file gets nothing more.
-    mutating func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32) -> HCPackError? {
-        guard var file = files[descriptor], !file.failed else { return nil }
+    mutating func write(_ bytes: UnsafeRawBufferPointer, to handle: HashPipeline.File) -> HCPackError? {
+        guard var file = files[handle], !file.failed else { return nil }
+        let descriptor = file.descriptor
         do throws(HCPackError) {
             try Descriptor.writeAll(descriptor, bytes, path: file.path)
         } catch {
             file.failed = true
-            files[descriptor] = file
+            files[handle] = file
             return error
         }
         file.written += Int64(bytes.count)
@@ -222,12 +330,13 @@ private struct AdoptedFiles {
             FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
             file.writebackStarted = file.written
         }
-        files[descriptor] = file
+        files[handle] = file
         return nil
     }
 
-    mutating func close(_ descriptor: Int32, keep: Bool) -> HCPackError? {
-        guard let file = files.removeValue(forKey: descriptor) else { return nil }
+    mutating func close(_ handle: HashPipeline.File, keep: Bool) -> HCPackError? {
+        guard let file = files.removeValue(forKey: handle) else { return nil }
+        let descriptor = file.descriptor
         var failure: HCPackError?
         if keep && !file.failed {
             do throws(HCPackError) {
@@ -251,7 +360,7 @@ private struct AdoptedFiles {
     }
 
     mutating func closeAll() {
-        for descriptor in files.keys { Descriptor.release(descriptor) }
+        for file in files.values { Descriptor.release(file.descriptor) }
         files = [:]
     }
 }

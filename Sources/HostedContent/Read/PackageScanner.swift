@@ -227,7 +227,7 @@ public enum PackageScanner {
         bytes: [UInt8], name: String = "input", limits: ReadLimits = ReadLimits()
     ) throws(HCPackError) -> PackageSnapshot {
         try readArchive(origin: name, file: nil, bytes: bytes, limits: limits, staging: nil) { () throws(ArchiveError) in
-            try ArchiveReader(bytes: bytes, limits: limits.archive)
+            try ArchiveReader(bytes: bytes, limits: limits.archive, checksZipCRC: false)
         }
     }
 
@@ -236,12 +236,15 @@ public enum PackageScanner {
     /// - Throws: `HCPackError` when the archive cannot be read or staging fails (disk full, permission).
     static func readArchive(_ path: String, limits: ReadLimits, staging: StagingArea?) throws(HCPackError) -> PackageSnapshot {
         try readArchive(origin: path, file: path, limits: limits, staging: staging) { () throws(ArchiveError) in
-            try ArchiveReader(path: path, limits: limits.archive)
+            try ArchiveReader(path: path, limits: limits.archive, checksZipCRC: false)
         }
     }
 
     /// The one archive scan every entry point shares; `open` makes the reader, `file` is the archive's path
     /// when it is a file and `bytes` the archive when it is in memory (for the zip structure checks).
+    ///
+    /// A zip's CRC-32s are checked here, not by libarchive (`checksZipCRC: false`): the pipeline's worker
+    /// computes them beside the SHA-256, and `ZipStructureCheck` compares them with the central directory.
     private static func readArchive(
         origin path: String, file: String?, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
         open: () throws(ArchiveError) -> ArchiveReader
@@ -266,7 +269,10 @@ public enum PackageScanner {
                 origin: .archive(path: path, format: "unknown"), entries: [], contentInfoBytes: nil, scanProblems: problems,
                 isComplete: false)
         }
-        var collector = ArchiveCollector(plistLimit: limits.plist.maxBytes)
+        var collector = ArchiveCollector(
+            plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
+        // Whatever way this ends, the pipeline's workers are done before the caller removes staging.
+        defer { _ = collector.hashes.finish() }
         var complete = true
         do {
             while let header = try reader.next() {
@@ -307,7 +313,8 @@ public enum PackageScanner {
         if format.hasPrefix("ZIP") {
             // One verdict for every zip reader: the zip.* rules, from the central directory and local headers.
             let found = try ZipStructureCheck.problems(
-                file: file, bytes: bytes, limits: limits.archive, entriesRead: complete ? collector.entriesRead : nil)
+                file: file, bytes: bytes, limits: limits.archive, entriesRead: complete ? collector.entriesRead : nil,
+                checksums: collector.readChecksums())
             let reported = Set(collector.problems.problems.map { "\($0.rule.rawValue) \($0.path)" })
             for problem in found.problems where !reported.contains("\(problem.rule.rawValue) \(problem.path)") {
                 collector.problems.add(problem.rule, path: problem.path, problem.message)
@@ -336,12 +343,29 @@ struct ArchiveCollector {
     var currentName = ""
     /// Every header read, including refused and duplicate ones.
     var entriesRead = 0
-    /// Hashes file data on a second thread while this one reads and decompresses.
-    let hashes = HashPipeline()
+    /// Hashes file data (and writes staged files) on other threads while this one reads and decompresses.
+    let hashes: HashPipeline
     /// The hash ticket of each entry that has one, in entry order.
     var hashTickets: [(entry: Int, ticket: Int)] = []
+    /// Every file entry whose data was read whole: its position among the headers read, its ticket, its size.
+    var readFiles: [(readIndex: Int, ticket: Int, size: Int64)] = []
 
-    init(plistLimit: Int) { self.plistLimit = plistLimit }
+    /// - Parameters:
+    ///   - checksums: the pipeline computes each file's CRC-32 (a zip, whose CRC-32s libarchive does not check).
+    ///   - writesFiles: staged files are written on a thread of their own (install).
+    init(plistLimit: Int, checksums: Bool = false, writesFiles: Bool = false) {
+        self.plistLimit = plistLimit
+        hashes = HashPipeline(writer: writesFiles ? .ownThread : .hashingThread, checksums: checksums)
+    }
+
+    /// The CRC-32 and size of every file entry read whole; waits for the pipeline. Empty without `checksums`.
+    func readChecksums() -> [ZipStructureCheck.ReadChecksum] {
+        let checksums = hashes.checksums()
+        return readFiles.compactMap { file in
+            file.ticket < checksums.count
+                ? ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: checksums[file.ticket], size: file.size) : nil
+        }
+    }
 
     /// Records one entry; a regular file's data is hashed and, when `staging` wants it, written there.
     mutating func add(_ header: ArchiveEntry, reader: ArchiveReader, staging: StagingArea? = nil) throws {
@@ -370,7 +394,7 @@ struct ArchiveCollector {
             let limit = plistLimit
             if isPlist, let declared = header.declaredSize, declared > 0, declared <= limit { plist.reserveCapacity(Int(declared)) }
             // A second entry with this name is never staged: the first one's data would be overwritten.
-            let writer = earlier == nil ? try staging?.beginFile(name, through: hashes) : nil
+            let writer = earlier == nil ? staging?.beginFile(name, through: hashes) : nil
             let count = try reader.readData { chunk in
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
                 if let writer { writer.write(chunk) } else { hashes.update(chunk) }
@@ -382,6 +406,7 @@ struct ArchiveCollector {
             entry.size = count
             let ticket = hashes.end()
             if earlier == nil { hashTickets.append((entries.count, ticket)) }
+            readFiles.append((entriesRead - 1, ticket, count))
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }

@@ -10,15 +10,28 @@ enum ZipStructureCheck {
     /// What to tell the user for a zip that only another tool could have made.
     static let rebuild = "rebuild the package from its folder with hcpack build"
 
+    /// What reading one entry's data found, for the comparison with its central record.
+    struct ReadChecksum {
+        /// The entry's position in the order libarchive read the archive, from 0.
+        var readIndex: Int
+        var crc32: UInt32
+        var size: Int64
+    }
+
     /// The zip problems of the archive at `file` (or held in `bytes`).
-    /// - Parameter entriesRead: how many entries libarchive read, when it read the whole archive: libarchive
-    ///   silently drops central records that point at a local header already seen (how overlapping zips hide
-    ///   files that other extractors unpack), so a count below the central directory's is refused.
+    /// - Parameters:
+    ///   - entriesRead: how many entries libarchive read, when it read the whole archive: libarchive silently
+    ///     drops central records that point at a local header already seen (how overlapping zips hide files
+    ///     that other extractors unpack), so a count below the central directory's is refused.
+    ///   - checksums: the CRC-32 and size of each entry's data as read, when libarchive's own CRC-32 check
+    ///     was off (`ArchiveReader(checksZipCRC: false)`); each is compared with the central record (and a
+    ///     local header that has a CRC-32). Only with `entriesRead`.
     /// - Throws: `HCPackError` when the file cannot be read (an environment failure, not a finding).
     static func problems(
-        file: String?, bytes: [UInt8]?, limits: ArchiveLimits, entriesRead: Int? = nil
+        file: String?, bytes: [UInt8]?, limits: ArchiveLimits, entriesRead: Int? = nil, checksums: [ReadChecksum]? = nil
     ) throws(HCPackError) -> ProblemList {
         var check = ZipStructureCheck.Collector()
+        check.keepsChecksums = checksums != nil
         let zipLimits = ZipDirectoryLimits(maxEntries: limits.maxEntries)
         let directory: ZipDirectory
         do {
@@ -43,6 +56,9 @@ enum ZipStructureCheck {
                 "the central directory lists \(directory.entryCount) entries but \(entriesRead) could be read: overlapping or hidden entries that other extractors would unpack; rebuild the archive"
             )
         }
+        if let entriesRead, let checksums, directory.defects.isEmpty, directory.entryCount == entriesRead {
+            check.compare(checksums)
+        }
         if let end = directory.end, end.trailingBytes > 0 {
             // Another extractor may find a second archive there.
             check.problems.add(
@@ -59,10 +75,19 @@ enum ZipStructureCheck {
         var spans: [(range: Range<UInt64>, index: Int)] = []
         /// Names (without a leading "./" or a trailing "/") for the duplicate check, and the printable names.
         var names = NameIndex()
+        /// Whether `recorded` is kept (for `compare`).
+        var keepsChecksums = false
+        /// Each record's local header offset, CRC-32s and size, in central directory order.
+        var recorded: [(offset: UInt64, crc32: UInt32, localCRC32: UInt32, size: UInt64)] = []
 
         mutating func add(_ entry: ZipEntryFacts) {
             let name = Self.printable(entry.name)
             names.insert(entry)
+            if keepsChecksums {
+                // 0 in a local header means "in the data descriptor"; any other value is checked too, as libarchive did.
+                let localCRC = entry.local?.crc32 ?? 0
+                recorded.append((entry.localHeaderOffset, entry.crc32, localCRC, entry.uncompressedSize))
+            }
             guard let local = entry.local, entry.localHeaderDefect == nil else {
                 problems.add(
                     .corrupt, path: name,
@@ -82,6 +107,34 @@ enum ZipStructureCheck {
             checkMethodAndEncryption(entry, local: local, name: name)
             checkLocalHeader(entry, local: local, name: name)
             checkSixtyFour(entry, local: local, name: name)
+        }
+
+        /// The data as read against the records. libarchive's zip reader reads entries in the order of their
+        /// local headers in the file (it sorts the central records by offset and drops a second record for an
+        /// offset, which the caller's entry count has ruled out), so the n-th entry read is the record with the
+        /// n-th smallest offset.
+        mutating func compare(_ checksums: [ReadChecksum]) {
+            let order = recorded.indices.sorted { recorded[$0].offset < recorded[$1].offset }
+            for read in checksums where read.readIndex < order.count {
+                let index = order[read.readIndex]
+                let record = recorded[index]
+                let name = names.name(at: index)
+                if UInt64(read.size) != record.size {
+                    problems.add(
+                        .corrupt, path: name,
+                        "the entry holds \(read.size) bytes but the central directory says \(record.size); rebuild or download the archive again")
+                } else if read.crc32 != record.crc32 || (record.localCRC32 != 0 && read.crc32 != record.localCRC32) {
+                    problems.add(
+                        .corrupt, path: name,
+                        "checksum mismatch: the data's CRC-32 is \(Self.hex(read.crc32)) but the archive records \(Self.hex(record.crc32)); the entry is damaged, rebuild or download the archive again"
+                    )
+                }
+            }
+        }
+
+        static func hex(_ value: UInt32) -> String {
+            let digits = String(value, radix: 16)
+            return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
         }
 
         /// Backslash, NUL, and names that readers decode differently (bit 11, the Unicode Path field).
