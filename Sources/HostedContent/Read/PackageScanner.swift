@@ -269,8 +269,13 @@ public enum PackageScanner {
                 origin: .archive(path: path, format: "unknown"), entries: [], contentInfoBytes: nil, scanProblems: problems,
                 isComplete: false)
         }
+        // A zip's records are read and checked beside the scan; the verdict joins them at the end.
+        let zipRecords = reader.isZip
+            ? BackgroundResult { () throws(HCPackError) in
+                try ZipStructureCheck.readRecords(file: file, bytes: bytes, limits: limits.archive, keepsChecksums: true)
+            } : nil
         var collector = ArchiveCollector(
-            plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
+            plistLimit: limits.plist, checksums: reader.isZip, writesFiles: staging != nil)
         // Whatever way this ends, the pipeline's workers are done before the caller removes staging.
         defer { _ = collector.hashes.finish() }
         var complete = true
@@ -310,11 +315,10 @@ public enum PackageScanner {
             collector.problems.append(contentsOf: staging.problems)
         }
         let format = reader.formatName ?? "unknown"
-        if format.hasPrefix("ZIP") {
+        if let zipRecords, let records = try zipRecords.value() {
             // One verdict for every zip reader: the zip.* rules, from the central directory and local headers.
-            let found = try ZipStructureCheck.problems(
-                file: file, bytes: bytes, limits: limits.archive, entriesRead: complete ? collector.entriesRead : nil,
-                checksums: collector.readChecksums())
+            let found = ZipStructureCheck.problems(
+                of: records, entriesRead: complete ? collector.entriesRead : nil, checksums: collector.readChecksums())
             let reported = Set(collector.problems.problems.map { "\($0.rule.rawValue) \($0.path)" })
             for problem in found.problems where !reported.contains("\(problem.rule.rawValue) \(problem.path)") {
                 collector.problems.add(problem.rule, path: problem.path, problem.message)
@@ -332,7 +336,10 @@ public enum PackageScanner {
 
 /// Gathers archive entries with archive-root-relative names, then picks the package root.
 struct ArchiveCollector {
-    let plistLimit: Int
+    let plistLimits: PlistLimits
+    var plistLimit: Int { plistLimits.maxBytes }
+    /// The first plist candidate, parsed beside the scan (the rules parse it otherwise, after the scan).
+    var plistParse: (bytes: [UInt8], parse: BackgroundResult<PlistValue?>)?
     var entries: [PackageEntry] = []
     /// Position of each name in `entries`, compared byte for byte.
     var indexByPath = PositionIndex()
@@ -349,21 +356,47 @@ struct ArchiveCollector {
     var hashTickets: [(entry: Int, ticket: Int)] = []
     /// Every file entry whose data was read whole: its position among the headers read, its ticket, its size.
     var readFiles: [(readIndex: Int, ticket: Int, size: Int64)] = []
+    /// Where each file's CRC-32 is computed (a zip's, whose CRC-32s libarchive does not check); nil: nowhere.
+    let checksummer: Checksummer?
+    /// The CRC-32 of each of `readFiles`, when this thread computes them.
+    var ownChecksums: [UInt32] = []
+
+    enum Checksummer {
+        /// The reading thread, over the bytes it has just read (verify: the thread waits on the hashing for
+        /// most of a package of media, and the bytes are in its cache; on another core the same CRC-32 cost
+        /// half as much again).
+        case readingThread
+        /// The pipeline's writing worker (install: inflating and staging thousands of small files keeps the
+        /// reading thread busy).
+        case writingWorker
+    }
 
     /// - Parameters:
-    ///   - checksums: the pipeline computes each file's CRC-32 (a zip, whose CRC-32s libarchive does not check).
-    ///   - writesFiles: staged files are written on a thread of their own (install).
-    init(plistLimit: Int, checksums: Bool = false, writesFiles: Bool = false) {
-        self.plistLimit = plistLimit
-        hashes = HashPipeline(writer: writesFiles ? .ownThread : .hashingThread, checksums: checksums)
+    ///   - checksums: computes each file's CRC-32 (a zip, whose CRC-32s libarchive does not check).
+    ///   - writesFiles: staged files are written, on a thread of their own (install).
+    init(plistLimit: PlistLimits, checksums: Bool = false, writesFiles: Bool = false) {
+        self.plistLimits = plistLimit
+        checksummer = checksums ? (writesFiles ? .writingWorker : .readingThread) : nil
+        hashes = HashPipeline(
+            writer: writesFiles ? .ownThread : .hashingThread, checksums: checksummer == .writingWorker)
     }
 
     /// The CRC-32 and size of every file entry read whole; waits for the pipeline. Empty without `checksums`.
     func readChecksums() -> [ZipStructureCheck.ReadChecksum] {
-        let checksums = hashes.checksums()
-        return readFiles.compactMap { file in
-            file.ticket < checksums.count
-                ? ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: checksums[file.ticket], size: file.size) : nil
+        switch checksummer {
+        case nil:
+            return []
+        case .readingThread:
+            return zip(readFiles, ownChecksums).map { file, crc in
+                ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: crc, size: file.size)
+            }
+        case .writingWorker:
+            let checksums = hashes.checksums()
+            return readFiles.compactMap { file in
+                file.ticket < checksums.count
+                    ? ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: checksums[file.ticket], size: file.size)
+                    : nil
+            }
         }
     }
 
@@ -395,7 +428,10 @@ struct ArchiveCollector {
             if isPlist, let declared = header.declaredSize, declared > 0, declared <= limit { plist.reserveCapacity(Int(declared)) }
             // A second entry with this name is never staged: the first one's data would be overwritten.
             let writer = earlier == nil ? staging?.beginFile(name, through: hashes) : nil
+            let checksumsHere = checksummer == .readingThread
+            var crc: UInt32 = 0
             let count = try reader.readData { chunk in
+                if checksumsHere { crc = CRC32.update(crc, with: chunk) }
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
                 if let writer { writer.write(chunk) } else { hashes.update(chunk) }
                 if isPlist && !plistTooBig {
@@ -407,9 +443,14 @@ struct ArchiveCollector {
             let ticket = hashes.end()
             if earlier == nil { hashTickets.append((entries.count, ticket)) }
             readFiles.append((entriesRead - 1, ticket, count))
+            if checksumsHere { ownChecksums.append(crc) }
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
+                if !plistTooBig && plistParse == nil {
+                    let (bytes, limits) = (plist, plistLimits)
+                    plistParse = (plist, BackgroundResult { () throws(HCPackError) in try? PropertyList.decode(bytes, limits: limits).value })
+                }
                 if !plistTooBig && earlier == nil { staging?.plistRead(name, plist) }
             }
         }
@@ -513,8 +554,13 @@ struct ArchiveCollector {
         if oversizedPlists.contains(plistKey) {
             problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(plistLimit) bytes; a plist this size is not a content description")
         }
-        return PackageSnapshot(
+        var snapshot = PackageSnapshot(
             origin: .archive(path: path, format: format), rootFolder: root, entries: rooted,
             contentInfoBytes: plistCandidates[plistKey], scanProblems: problems, isComplete: complete)
+        if let (bytes, parse) = plistParse, bytes == snapshot.contentInfoBytes {
+            snapshot.parsedContentInfo = (try? parse.value()) ?? nil
+        }
+        plistParse = nil
+        return snapshot
     }
 }

@@ -18,20 +18,33 @@ enum ZipStructureCheck {
         var size: Int64
     }
 
-    /// The zip problems of the archive at `file` (or held in `bytes`).
-    /// - Parameters:
-    ///   - entriesRead: how many entries libarchive read, when it read the whole archive: libarchive silently
-    ///     drops central records that point at a local header already seen (how overlapping zips hide files
-    ///     that other extractors unpack), so a count below the central directory's is refused.
-    ///   - checksums: the CRC-32 and size of each entry's data as read, when libarchive's own CRC-32 check
-    ///     was off (`ArchiveReader(checksZipCRC: false)`); each is compared with the central record (and a
-    ///     local header that has a CRC-32). Only with `entriesRead`.
+    /// The zip problems of the archive at `file` (or held in `bytes`): `readRecords`, then `problems(of:)`.
     /// - Throws: `HCPackError` when the file cannot be read (an environment failure, not a finding).
     static func problems(
         file: String?, bytes: [UInt8]?, limits: ArchiveLimits, entriesRead: Int? = nil, checksums: [ReadChecksum]? = nil
     ) throws(HCPackError) -> ProblemList {
+        guard let records = try readRecords(file: file, bytes: bytes, limits: limits, keepsChecksums: checksums != nil) else {
+            return ProblemList()
+        }
+        return problems(of: records, entriesRead: entriesRead, checksums: checksums)
+    }
+
+    /// A zip's records, read and checked one by one: what needs no scan of the data, so that it can run
+    /// beside the scan.
+    struct Records: Sendable {
+        fileprivate var check: Collector
+        fileprivate var directory: ZipDirectory
+    }
+
+    /// Reads the central directory and the local headers of the archive at `file` (or held in `bytes`);
+    /// nil when there is neither.
+    /// - Parameter keepsChecksums: keeps what comparing `ReadChecksum`s needs.
+    /// - Throws: `HCPackError` when the file cannot be read (an environment failure, not a finding).
+    static func readRecords(file: String?, bytes: [UInt8]?, limits: ArchiveLimits, keepsChecksums: Bool) throws(HCPackError)
+        -> Records?
+    {
         var check = ZipStructureCheck.Collector()
-        check.keepsChecksums = checksums != nil
+        check.keepsChecksums = keepsChecksums
         let zipLimits = ZipDirectoryLimits(maxEntries: limits.maxEntries)
         let directory: ZipDirectory
         do {
@@ -40,7 +53,7 @@ enum ZipStructureCheck {
             } else if let bytes {
                 directory = try ZipDirectory.read(bytes: bytes, limits: zipLimits) { check.add($0) }
             } else {
-                return ProblemList()
+                return nil
             }
         } catch let error as ArchiveError {
             let name = file ?? "input"
@@ -49,6 +62,20 @@ enum ZipStructureCheck {
         } catch {
             throw HCPackError(.io, "\(file ?? "input"): \(error)", path: file ?? "input")
         }
+        return Records(check: check, directory: directory)
+    }
+
+    /// The zip problems of records read by `readRecords`.
+    /// - Parameters:
+    ///   - entriesRead: how many entries libarchive read, when it read the whole archive: libarchive silently
+    ///     drops central records that point at a local header already seen (how overlapping zips hide files
+    ///     that other extractors unpack), so a count below the central directory's is refused.
+    ///   - checksums: the CRC-32 and size of each entry's data as read, when libarchive's own CRC-32 check
+    ///     was off (`ArchiveReader(checksZipCRC: false)`); each is compared with the central record (and a
+    ///     local header that has a CRC-32). Only with `entriesRead`, and records read with `keepsChecksums`.
+    static func problems(of records: Records, entriesRead: Int?, checksums: [ReadChecksum]?) -> ProblemList {
+        var check = records.check
+        let directory = records.directory
         check.finish(directory)
         if let entriesRead, directory.defects.isEmpty, directory.entryCount != entriesRead {
             check.problems.add(

@@ -1,0 +1,26 @@
+import Dispatch
+import Synchronization
+
+/// Work started on another thread whose result is collected later: for the parts of a scan that need the
+/// input but not the scan (a zip's records, the plist's parse), so they use the core the scan leaves idle.
+final class BackgroundResult<Value: Sendable>: Sendable {
+    private let result = Mutex<Result<Value, HCPackError>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    /// Starts `work` at once on a global queue.
+    init(_ work: @escaping @Sendable () throws(HCPackError) -> Value) {
+        DispatchQueue.global().async { [self] in
+            let outcome: Result<Value, HCPackError>
+            do throws(HCPackError) { outcome = .success(try work()) } catch { outcome = .failure(error) }
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+    }
+
+    /// Waits for the work and returns what it returned, or throws what it threw.
+    func value() throws(HCPackError) -> Value {
+        done.wait()
+        done.signal()  // later calls do not wait
+        return try result.withLock { $0! }.get()
+    }
+}
