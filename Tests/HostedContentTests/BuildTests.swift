@@ -44,6 +44,18 @@ func builtFiles(_ path: String, format: BuildFormat, scratch: TemporaryFolder) -
     return treeFiles(target)
 }
 
+/// "NAME METHOD" for each entry of a zip, as Python's zipfile reads it (0 stored, 8 deflated).
+func zipCompressionMethods(_ archive: String) -> Set<String> {
+    let result = python(
+        """
+        import sys, zipfile
+        for i in zipfile.ZipFile(sys.argv[1]).infolist():
+            print(i.filename, i.compress_type)
+        """, arguments: [archive], in: "/")
+    #expect(result.status == 0, "\(result.output)")
+    return Set(result.output.split(separator: "\n").map(String.init))
+}
+
 let buildFormats: [BuildFormat] = [.zip, .tarGzip, .directory]
 
 func outputName(_ format: BuildFormat) -> String { "out" + (format == .directory ? ".pkg" : format.fileExtension) }
@@ -420,14 +432,7 @@ struct BuildContentTests {
         folder.write("src/data.json", String(repeating: "{\"level\": 1, \"name\": \"opening\"},\n", count: 200))
         let output = folder.url("out.zip")
         try Builder.build(BuildOptions(source: folder.url("src"), output: output, productIdentifier: "p", contentVersion: "1"))
-        let result = python(
-            """
-            import zipfile
-            for i in zipfile.ZipFile('out.zip').infolist():
-                print(i.filename, i.compress_type)
-            """, in: folder.path)
-        #expect(result.status == 0, "\(result.output)")
-        let lines = Set(result.output.split(separator: "\n").map(String.init))
+        let lines = zipCompressionMethods(folder.url("out.zip"))
         #expect(
             lines.isSuperset(of: ["Contents/image.png 0", "Contents/noise.bin 0", "Contents/data.json 8", "ContentInfo.plist 8"]),
             "\(lines)")

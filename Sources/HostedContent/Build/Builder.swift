@@ -512,11 +512,13 @@ public enum Builder {
             compression: options.compression.choose(head: plan.plistBytes))
         try sink.write(plan.plistBytes)
         try sink.endFile()
+        let reader = SourceReader(plan.items, root: plan.source, compression: options.compression) { sink.afterWritten($0) }
+        defer { reader.cancel() }
         for item in plan.items {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
             } else {
-                try copy(item, from: plan.source, into: sink, compression: options.compression, tracker: &tracker)
+                try copy(item, from: reader, into: sink, tracker: &tracker)
             }
         }
         try sink.finish()
@@ -546,34 +548,19 @@ public enum Builder {
             outputBytes: outputBytes, sha256: digest, excluded: plan.excluded, problems: plan.report.problems)
     }
 
-    /// Streams one file into the sink, checking it is still what `prepare` hashed.
+    /// Streams one file into the sink, as `reader` read it: still what `prepare` hashed.
     ///
-    /// The check compares `fstat` stamps before and after the copy with the one taken when the file was
+    /// The reader compares `fstat` stamps before and after its read with the one taken when the file was
     /// hashed, rather than hashing a second time: any write changes the change time, and a second SHA-256
     /// pass was a third of the build's CPU.
     private static func copy(
-        _ item: BuildPlan.Item, from source: String, into sink: PackageSink, compression: CompressionPolicy,
-        tracker: inout ProgressTracker
+        _ item: BuildPlan.Item, from reader: SourceReader, into sink: PackageSink, tracker: inout ProgressTracker
     ) throws(HCPackError) {
-        let sourcePath = item.sourceRelative.isEmpty ? source : source + "/" + item.sourceRelative
-        let file = try OpenFile(reading: sourcePath)
-        let changed = changedError(sourcePath)
-        guard let stamp = item.stamp, try file.stamp() == stamp else { throw changed }
-        var written: Int64 = 0
-        var begun = false
-        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
-            if !begun {
-                // The first chunk (1 MiB) holds the sample the compression choice needs.
-                try sink.addFile(item.path, size: item.size, compression: compression.choose(head: chunk))
-                begun = true
-            }
-            guard written + Int64(chunk.count) <= item.size else { throw changed }
+        try sink.addFile(item.path, size: item.size, compression: try reader.beginFile())
+        while let chunk = try reader.nextChunk() {
             try sink.write(chunk)
-            written += Int64(chunk.count)
             tracker.advance(bytes: Int64(chunk.count))
         }
-        if !begun { try sink.addFile(item.path, size: item.size, compression: .store) }
-        guard written == item.size, try file.stamp() == stamp else { throw changed }
         try sink.endFile()
         tracker.finishFile()
     }

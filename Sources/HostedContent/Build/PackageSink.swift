@@ -9,6 +9,9 @@ protocol PackageSink: AnyObject {
     func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError)
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError)
     func endFile() throws(HCPackError)
+    /// Runs `action` once the bytes given to `write` so far are out of their buffers (at once, or later on
+    /// another thread): until then the caller keeps them as they are.
+    func afterWritten(_ action: @escaping @Sendable () -> Void)
     /// Flushes everything to stable storage.
     func finish() throws(HCPackError)
 }
@@ -25,23 +28,23 @@ extension PackageSink {
 }
 
 /// Writes a zip or tar.gz to a temporary file descriptor, which it owns and closes. The archive's bytes go
-/// through a `HashPipeline`, whose worker thread writes them to the file while this thread reads sources and
-/// runs libarchive, and a `ProgressiveSync` thread puts them on disk as they come.
+/// through an `ArchiveOutput`, whose thread writes them to the file while this thread runs libarchive (a
+/// stored entry's data without a copy: libarchive hands it over in the caller's own buffer), and a
+/// `ProgressiveSync` thread puts them on disk as they come.
 ///
-/// The summary's SHA-256 of the archive is taken as it is written: by the pipeline's worker as it writes the
+/// The summary's SHA-256 of the archive is taken as it is written: by the output's thread as it writes the
 /// bytes (off this thread, which runs libarchive and its deflate), or, for
 /// an archive whose first file is a reservation (a plist awaiting its digests), by an `ArchiveFollower` that
 /// writes the final first file over the reservation and reads the archive back behind the writer.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
-    /// A duplicate of `descriptor`, which the pipeline writes to and closes.
-    private let pipelineFile: HashPipeline.File
     private var isOpen = true
     private var writer: ArchiveWriter?
     private let output: String
     private let modificationTime: Int64
-    private let pipeline = HashPipeline()
-    /// True when the pipeline's worker hashes the stream as it writes it (off this thread, which runs
+    /// Writes (and hashes) the stream through a duplicate of `descriptor`, which it closes.
+    private let stream: ArchiveOutput
+    /// True when the output's thread hashes the stream as it writes it (off this thread, which runs
     /// libarchive's deflate); false when the first file is a reservation (the follower hashes the archive).
     private let hashesStream: Bool
     /// Hashes the archive when the first file is a reservation.
@@ -52,7 +55,9 @@ final class ArchiveSink: PackageSink {
     private var centralRecordPatched = false
     /// Set when libarchive starts writing the central directory: no file data passes after that.
     private var finishing = false
-    /// The pipeline's write failure, once seen: it names the output and keeps the errno (disk full...).
+    /// The bytes `write` is handing libarchive: what libarchive passes on from within them is lent, not copied.
+    private var lendable: UnsafeRawBufferPointer?
+    /// The output's write failure, once seen: it names the output and keeps the errno (disk full...).
     private var writeFailure: HCPackError?
     /// Puts the archive on disk while it is written.
     private var diskSync: ProgressiveSync?
@@ -75,21 +80,23 @@ final class ArchiveSink: PackageSink {
         }
         self.output = output
         self.modificationTime = modificationTime
-        pipelineFile = pipeline.adopt(try Descriptor.duplicate(descriptor, path: output), path: output, startsWriteback: false)
+        stream = ArchiveOutput(
+            descriptor: try Descriptor.duplicate(descriptor, path: output), path: output, hashing: reservedFirstFile == nil)
         diskSync = ProgressiveSync(descriptor, path: output)
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
                 try self.emit(bytes)
             }
         } catch {
+            stream.abandon()
             throw Self.translate(error, output: output)
         }
     }
 
-    /// Hands archive bytes to the pipeline; fails libarchive once a write on the worker has failed.
+    /// Hands archive bytes to the output; fails libarchive once a write on its thread has failed.
     private func emit(_ bytes: UnsafeRawBufferPointer) throws(ArchiveError) {
         do {
-            try pipeline.check()
+            try stream.check()
         } catch {
             writeFailure = error
             throw ArchiveError(.io, error.message)
@@ -101,16 +108,20 @@ final class ArchiveSink: PackageSink {
                 bytes, name: rewrite.name, reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
         {
             centralRecordPatched = true
-            patched.withUnsafeBytes { pipeline.update($0, writingTo: pipelineFile, hashing: false) }
+            patched.withUnsafeBytes { stream.write($0) }
+        } else if let lendable, let base = bytes.baseAddress, let start = lendable.baseAddress,
+            base >= start, base + bytes.count <= start + lendable.count
+        {
+            stream.write(lent: bytes)
         } else {
-            pipeline.update(bytes, writingTo: pipelineFile, hashing: hashesStream)
+            stream.write(bytes)
         }
         bytesWritten += Int64(bytes.count)
     }
 
     deinit {
         follower?.stop()
-        _ = pipeline.finish()  // its threads hold it: without this, a failed build would leave them waiting
+        stream.abandon()
         if isOpen { Descriptor.release(descriptor) }
     }
 
@@ -131,10 +142,16 @@ final class ArchiveSink: PackageSink {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
+        lendable = bytes
+        defer { lendable = nil }
         try archive { () throws(ArchiveError) in try writer?.write(bytes) }
     }
 
     func endFile() throws(HCPackError) {}
+
+    func afterWritten(_ action: @escaping @Sendable () -> Void) {
+        stream.afterWritten(action)
+    }
 
     func finish() throws(HCPackError) {
         if let follower, let name = reservedFirstFileName {
@@ -149,16 +166,13 @@ final class ArchiveSink: PackageSink {
         finishing = true
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
-        // The worker's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
-        // whatever the umask.
-        // The whole stream is the pipeline's one hashed file: its digest is the archive's.
-        let streamTicket = hashesStream ? pipeline.end() : nil
-        pipeline.close(pipelineFile, keep: true)
-        try pipeline.finishWriting()
+        // The output's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
+        // whatever the umask. Its digest, when it hashes, is the archive's.
+        let streamDigest = try stream.finish()
         try diskSync?.finish()
         diskSync = nil
-        if let streamTicket {
-            digest = pipeline.finish()[streamTicket]
+        if hashesStream {
+            digest = streamDigest
         } else if let follower, let rewrite = firstFileRewrite {
             let followed = try follower.finish(length: bytesWritten)
             if centralRecordPatched {
@@ -226,6 +240,8 @@ final class FolderSink: PackageSink {
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
         try current?.write(bytes)
     }
+
+    func afterWritten(_ action: @escaping @Sendable () -> Void) { action() }
 
     func endFile() throws(HCPackError) {
         guard let file = current else { return }

@@ -1,0 +1,192 @@
+import Digest
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Writes an archive's byte stream to its file on a thread of its own, hashing it on the way when asked.
+///
+/// Like `HashPipeline`, bytes that the caller reuses at once (libarchive's headers and deflate output) are
+/// copied into a few fixed buffers (`slotCount` x `slotSize`). Unlike it, bytes the caller keeps (a stored
+/// entry's data, which libarchive hands over in the very buffer `SourceReader` read it into) can be lent:
+/// the thread writes them where they are and runs the caller's `afterWritten` action once it has, so the
+/// buffer goes back to the reader only then. That is one copy of every stored byte fewer.
+final class ArchiveOutput: @unchecked Sendable {
+    // @unchecked: a slot belongs to the caller until its jobs are submitted and to the thread until it is
+    // released through `freeSlots`; lent bytes belong to the thread until their `after` job; the job queue
+    // and the outcome sit behind the mutex.
+    /// @unchecked: a lent pointer is the thread's until its `after` job (see above).
+    private enum Job: @unchecked Sendable {
+        case copied(slot: Int, start: Int, count: Int)
+        case lent(UnsafeRawBufferPointer)
+        case after(@Sendable () -> Void)
+        case release(slot: Int)
+        case stop
+    }
+
+    private static let slotCount = 4
+    private static let slotSize = 1 << 20
+    private let slots: [UnsafeMutableRawBufferPointer]
+    /// Made at 0 and signalled once a slot: libdispatch traps when a semaphore is freed below its initial value,
+    /// as this one may be when work stops with slots still out.
+    private let freeSlots = DispatchSemaphore(value: 0)
+    private let pendingJobs = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let shared = Mutex<(jobs: [Job], failure: HCPackError?, digest: [UInt8]?)>(([], nil, nil))
+    private let descriptor: Int32
+    private let path: String
+    private let hashing: Bool
+
+    // The caller's own.
+    private var batch: [Job] = []
+    private var filling: (slot: Int, used: Int)?
+    private var nextSlot = 0
+    private var isStopped = false
+    private var isClosed = false
+
+    /// Starts the thread; it owns `descriptor` from here on (known as `path` in messages) and closes it.
+    /// - Parameter hashing: take the SHA-256 of everything written (`finish` returns it).
+    init(descriptor: Int32, path: String, hashing: Bool) {
+        self.descriptor = descriptor
+        self.path = path
+        self.hashing = hashing
+        slots = (0..<Self.slotCount).map { _ in
+            UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
+        }
+        for _ in 0..<Self.slotCount { freeSlots.signal() }
+        let thread = Thread { [self] in work() }
+        thread.name = "hcpack-write"
+        thread.start()
+    }
+
+    deinit {
+        for slot in slots { slot.deallocate() }
+    }
+
+    /// Appends a copy of `bytes` (they may be reused as soon as this returns).
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count {
+            let (slot, used) = filling ?? takeSlot()
+            let count = min(Self.slotSize - used, bytes.count - offset)
+            UnsafeMutableRawBufferPointer(rebasing: slots[slot][used..<(used + count)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + count)]))
+            batch.append(.copied(slot: slot, start: used, count: count))
+            filling = (slot, used + count)
+            offset += count
+            if used + count == Self.slotSize { handOver() }
+        }
+    }
+
+    /// Appends `bytes` without copying them: they must stay as they are until an `afterWritten` action
+    /// given later has run.
+    func write(lent bytes: UnsafeRawBufferPointer) {
+        if !bytes.isEmpty { batch.append(.lent(bytes)) }
+    }
+
+    /// Runs `action` on the thread once everything appended so far is written (or dropped after a failure).
+    func afterWritten(_ action: @escaping @Sendable () -> Void) {
+        batch.append(.after(action))
+        handOver()
+    }
+
+    /// Throws the first write failure the thread has met so far, if any.
+    func check() throws(HCPackError) {
+        if let failure = shared.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Waits for every byte to be written, then closes the file (mode 0644, and `fsync` where the folder
+    /// cannot be synced as a whole); the SHA-256 of the stream when hashing. Throws the first failure.
+    func finish() throws(HCPackError) -> [UInt8]? {
+        stop()
+        try check()
+        isClosed = true
+        do throws(HCPackError) {
+            try Descriptor.setMode(descriptor, 0o644, path: path)
+            if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: path) }
+        } catch {
+            Descriptor.release(descriptor)
+            throw error
+        }
+        try Descriptor.close(descriptor, path: path)
+        return shared.withLock { $0.digest }
+    }
+
+    /// Gives up the file: waits for the thread (it holds this object until it stops), then closes the file
+    /// as it is.
+    func abandon() {
+        stop()
+        if !isClosed { Descriptor.release(descriptor) }
+        isClosed = true
+    }
+
+    private func stop() {
+        if isStopped { return }
+        isStopped = true
+        handOver()
+        submit([.stop])
+        stopped.wait()
+    }
+
+    private func takeSlot() -> (slot: Int, used: Int) {
+        freeSlots.wait()
+        let slot = nextSlot
+        nextSlot = (nextSlot + 1) % Self.slotCount
+        return (slot, 0)
+    }
+
+    /// Gives the thread every job so far; a full slot goes with them, a partly filled one stays the caller's.
+    private func handOver() {
+        if let (slot, used) = filling, used == Self.slotSize {
+            batch.append(.release(slot: slot))
+            filling = nil
+        }
+        if batch.isEmpty { return }
+        submit(batch)
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    private func submit(_ jobs: [Job]) {
+        shared.withLock { $0.jobs.append(contentsOf: jobs) }
+        pendingJobs.signal()
+    }
+
+    private func work() {
+        let hasher = hashing ? Digest.Hasher(.sha256) : nil
+        var failed = false
+        func output(_ bytes: UnsafeRawBufferPointer) {
+            hasher?.update(bytes)
+            guard !failed else { return }
+            do throws(HCPackError) {
+                try Descriptor.writeAll(descriptor, bytes, path: path)
+            } catch {
+                failed = true
+                shared.withLock { $0.failure = error }
+            }
+        }
+        while true {
+            pendingJobs.wait()
+            let jobs = shared.withLock { state -> [Job] in
+                let taken = state.jobs
+                state.jobs = []
+                return taken
+            }
+            for job in jobs {
+                switch job {
+                case .copied(let slot, let start, let count):
+                    output(UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)]))
+                case .lent(let bytes):
+                    output(bytes)
+                case .after(let action):
+                    action()
+                case .release:
+                    freeSlots.signal()
+                case .stop:
+                    let digest = hasher?.finalize()
+                    shared.withLock { $0.digest = digest }
+                    stopped.signal()
+                    return
+                }
+            }
+        }
+    }
+}
