@@ -431,9 +431,14 @@ struct ArchiveCollector {
             let checksumsHere = checksummer == .readingThread
             var crc: UInt32 = 0
             let count = try reader.readData { chunk in
-                if checksumsHere { crc = CRC32.update(crc, with: chunk) }
                 if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
-                if let writer { writer.write(chunk) } else { hashes.update(chunk) }
+                if let writer {
+                    writer.write(chunk)
+                } else if checksumsHere {
+                    hashes.update(chunk, crc: &crc)
+                } else {
+                    hashes.update(chunk)
+                }
                 if isPlist && !plistTooBig {
                     if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
                 }
