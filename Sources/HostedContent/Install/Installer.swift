@@ -310,8 +310,12 @@ final class InstallSession {
     func filesToInstall(_ report: VerificationReport, listed: [String]?, archive: String) throws(HCPackError) -> [InstalledFile] {
         // Positions in the snapshot by name under Contents/, matched as Strings are (NFC finds NFD).
         let entries = report.snapshot.entries
-        let prefixLength = "Contents/".count
-        func name(_ index: Int) -> Substring { entries[index].path.dropFirst(prefixLength) }
+        // "Contents/" is ASCII: its length in UTF-8 is its length in Characters, and slicing by UTF-8 is O(1).
+        let prefixLength = "Contents/".utf8.count
+        func name(_ index: Int) -> Substring {
+            let path = entries[index].path
+            return path[path.utf8.index(path.utf8.startIndex, offsetBy: prefixLength)...]
+        }
         func hash(_ name: Substring) -> UInt32 { UInt32(truncatingIfNeeded: name.hashValue) }
         var byPath = PositionIndex(expectedCount: entries.count)
         for (index, entry) in entries.enumerated() where entry.kind == .file && entry.path.hasPrefix("Contents/") {
