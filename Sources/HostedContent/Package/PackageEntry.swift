@@ -1,4 +1,3 @@
-import PropertyList
 /// A native executable or script, recognised by its first bytes.
 public enum ExecutableKind: String, Sendable, Codable {
     case machO = "Mach-O"
@@ -81,9 +80,6 @@ public struct PackageSnapshot: Sendable {
     public var scanProblems: ProblemList
     /// False when reading stopped early (corrupt or unsupported archive): absence proves nothing then.
     public var isComplete: Bool
-    /// `contentInfoBytes` parsed while the archive was read, when the scan could; the rules use it instead of
-    /// parsing again, then drop it.
-    var parsedContentInfo: PlistValue?
 
     public init(
         origin: Origin, rootFolder: String? = nil, entries: [PackageEntry], contentInfoBytes: [UInt8]?,

@@ -275,7 +275,7 @@ public enum PackageScanner {
                 try ZipStructureCheck.readRecords(file: file, bytes: bytes, limits: limits.archive, keepsChecksums: true)
             } : nil
         var collector = ArchiveCollector(
-            plistLimit: limits.plist, checksums: reader.isZip, writesFiles: staging != nil)
+            plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
         // Whatever way this ends, the pipeline's workers are done before the caller removes staging.
         defer { _ = collector.hashes.finish() }
         var complete = true
@@ -336,10 +336,7 @@ public enum PackageScanner {
 
 /// Gathers archive entries with archive-root-relative names, then picks the package root.
 struct ArchiveCollector {
-    let plistLimits: PlistLimits
-    var plistLimit: Int { plistLimits.maxBytes }
-    /// The first plist candidate, parsed beside the scan (the rules parse it otherwise, after the scan).
-    var plistParse: (bytes: [UInt8], parse: BackgroundResult<PlistValue?>)?
+    let plistLimit: Int
     var entries: [PackageEntry] = []
     /// Position of each name in `entries`, compared byte for byte.
     var indexByPath = PositionIndex()
@@ -374,8 +371,8 @@ struct ArchiveCollector {
     /// - Parameters:
     ///   - checksums: computes each file's CRC-32 (a zip, whose CRC-32s libarchive does not check).
     ///   - writesFiles: staged files are written, on a thread of their own (install).
-    init(plistLimit: PlistLimits, checksums: Bool = false, writesFiles: Bool = false) {
-        self.plistLimits = plistLimit
+    init(plistLimit: Int, checksums: Bool = false, writesFiles: Bool = false) {
+        self.plistLimit = plistLimit
         checksummer = checksums ? (writesFiles ? .writingWorker : .readingThread) : nil
         hashes = HashPipeline(
             writer: writesFiles ? .ownThread : .hashingThread, checksums: checksummer == .writingWorker)
@@ -452,10 +449,6 @@ struct ArchiveCollector {
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
-                if !plistTooBig && plistParse == nil {
-                    let (bytes, limits) = (plist, plistLimits)
-                    plistParse = (plist, BackgroundResult { () throws(HCPackError) in try? PropertyList.decode(bytes, limits: limits).value })
-                }
                 if !plistTooBig && earlier == nil { staging?.plistRead(name, plist) }
             }
         }
@@ -559,13 +552,8 @@ struct ArchiveCollector {
         if oversizedPlists.contains(plistKey) {
             problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(plistLimit) bytes; a plist this size is not a content description")
         }
-        var snapshot = PackageSnapshot(
+        return PackageSnapshot(
             origin: .archive(path: path, format: format), rootFolder: root, entries: rooted,
             contentInfoBytes: plistCandidates[plistKey], scanProblems: problems, isComplete: complete)
-        if let (bytes, parse) = plistParse, bytes == snapshot.contentInfoBytes {
-            snapshot.parsedContentInfo = (try? parse.value()) ?? nil
-        }
-        plistParse = nil
-        return snapshot
     }
 }

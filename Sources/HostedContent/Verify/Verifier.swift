@@ -90,7 +90,7 @@ public enum Verifier {
         parsed = nil  // a stale copy of the bytes, should the plist have changed since
         hashPolicy = { _ in false }  // and the set of recorded paths
         var checker = RuleChecker(snapshot: snapshot, options: options)
-        checker.parsedPlist = reusable ?? snapshot.parsedContentInfo
+        checker.parsedPlist = reusable
         return report(of: &checker)
     }
 
@@ -102,7 +102,7 @@ public enum Verifier {
     /// `check`, where the caller already has `snapshot.contentInfoBytes` decoded.
     static func check(_ snapshot: PackageSnapshot, options: VerifyOptions, decodedPlist: PlistValue?) -> VerificationReport {
         var checker = RuleChecker(snapshot: snapshot, options: options)
-        checker.parsedPlist = decodedPlist ?? snapshot.parsedContentInfo
+        checker.parsedPlist = decodedPlist
         return report(of: &checker)
     }
 
@@ -114,11 +114,9 @@ public enum Verifier {
 
     private static func report(of checker: inout RuleChecker) -> VerificationReport {
         checker.run()
-        var snapshot = checker.snapshot
-        snapshot.parsedContentInfo = nil
         return VerificationReport(
             problems: checker.problems, contentInfo: checker.contentInfo, listedFileCount: checker.listed.count,
-            contentFileCount: checker.contentFileCount, contentBytes: checker.contentBytes, snapshot: snapshot)
+            contentFileCount: checker.contentFileCount, contentBytes: checker.contentBytes, snapshot: checker.snapshot)
     }
 }
 
