@@ -105,6 +105,25 @@ struct DeferredDigestBuildTests {
         #expect(report.isValid(), "\(report.problems.problems)")
     }
 
+    @Test("prepare starts the hashing; a second write of the same plan hashes again and gives the same bytes")
+    func planWrittenTwice() throws {
+        let folder = TemporaryFolder()
+        writeMixedPackage(in: folder)
+        let first = BuildOptions(source: folder.url("pkg"), output: folder.url("a.zip"), compression: .store)
+        let plan = try Builder.prepare(first, deferringDigests: true)
+        #expect(plan.sourceHashing != nil)
+        _ = try Builder.write(plan, options: first)
+        var second = first
+        second.output = folder.url("b.zip")
+        var again = plan
+        again.output = folder.url("b.zip")
+        let result = try Builder.write(again, options: second)
+        let bytes = try #require(folder.read("b.zip"))
+        #expect(bytes == folder.read("a.zip"))
+        #expect(result.sha256 == Digest.Hasher.digest(.sha256, of: bytes).hexString)
+        #expect(try Verifier.verify(folder.url("b.zip")).isValid())
+    }
+
     @Test("A file changed after the plan fails the build, and nothing is written")
     func changedAfterPlan() throws {
         let folder = TemporaryFolder()

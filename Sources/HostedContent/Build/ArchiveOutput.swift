@@ -3,24 +3,45 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Writes an archive's byte stream to its file on a thread of its own, hashing it on the way when asked.
+/// Writes an archive's byte stream to its file on a thread of its own and hashes it on a second one: `write`
+/// and SHA-256 each cost about 0.2 s per 250 MB, and on one thread they were a stored build's longest
+/// (bench/store-speed-notes.md).
 ///
 /// Like `HashPipeline`, bytes that the caller reuses at once (libarchive's headers and deflate output) are
 /// copied into a few fixed buffers (`slotCount` x `slotSize`). Unlike it, bytes the caller keeps (a stored
 /// entry's data, which libarchive hands over in the very buffer `SourceReader` read it into) can be lent:
-/// the thread writes them where they are and runs the caller's `afterWritten` action once it has, so the
+/// the threads read them where they are and the caller's `afterWritten` action runs once both have, so the
 /// buffer goes back to the reader only then. That is one copy of every stored byte fewer.
 final class ArchiveOutput: @unchecked Sendable {
-    // @unchecked: a slot belongs to the caller until its jobs are submitted and to the thread until it is
-    // released through `freeSlots`; lent bytes belong to the thread until their `after` job; the job queue
-    // and the outcome sit behind the mutex.
-    /// @unchecked: a lent pointer is the thread's until its `after` job (see above).
+    // @unchecked: a slot belongs to the caller until its jobs are submitted and to the threads until both
+    // have passed its release; lent bytes belong to the threads until their `after` job; the job queues and
+    // the outcome sit behind mutexes.
+    /// @unchecked: a lent pointer is the threads' until its `after` job (see above).
     private enum Job: @unchecked Sendable {
         case copied(slot: Int, start: Int, count: Int)
         case lent(UnsafeRawBufferPointer)
-        case after(@Sendable () -> Void)
-        case release(slot: Int)
+        /// Runs its action once every thread has reached it (a slot's release, or the caller's action).
+        case after(Meeting)
         case stop
+    }
+
+    /// An action run by the last of the threads to arrive.
+    private final class Meeting: Sendable {
+        private let remaining: Atomic<Int>
+        private let action: @Sendable () -> Void
+        init(_ threads: Int, _ action: @escaping @Sendable () -> Void) {
+            remaining = Atomic(threads)
+            self.action = action
+        }
+        func arrive() {
+            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { action() }
+        }
+    }
+
+    /// One thread's queue: every thread is given every job.
+    private final class Lane: Sendable {
+        let jobs = Mutex<[Job]>([])
+        let pending = DispatchSemaphore(value: 0)
     }
 
     private static let slotCount = 4
@@ -29,12 +50,12 @@ final class ArchiveOutput: @unchecked Sendable {
     /// Made at 0 and signalled once a slot: libdispatch traps when a semaphore is freed below its initial value,
     /// as this one may be when work stops with slots still out.
     private let freeSlots = DispatchSemaphore(value: 0)
-    private let pendingJobs = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
-    private let shared = Mutex<(jobs: [Job], failure: HCPackError?, digest: [UInt8]?)>(([], nil, nil))
+    /// The writer's, then the hasher's.
+    private let lanes: [Lane]
+    private let shared = Mutex<(failure: HCPackError?, digest: [UInt8]?)>((nil, nil))
     private let descriptor: Int32
     private let path: String
-    private let hashing: Bool
 
     // The caller's own.
     private var batch: [Job] = []
@@ -43,19 +64,22 @@ final class ArchiveOutput: @unchecked Sendable {
     private var isStopped = false
     private var isClosed = false
 
-    /// Starts the thread; it owns `descriptor` from here on (known as `path` in messages) and closes it.
-    /// - Parameter hashing: take the SHA-256 of everything written (`finish` returns it).
-    init(descriptor: Int32, path: String, hashing: Bool) {
+    /// Starts the threads; the writer owns `descriptor` from here on (known as `path` in messages) and closes it.
+    /// The SHA-256 of everything written is taken on a second thread (`finish` returns it).
+    init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
-        self.hashing = hashing
+        lanes = [Lane(), Lane()]
         slots = (0..<Self.slotCount).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
         for _ in 0..<Self.slotCount { freeSlots.signal() }
-        let thread = Thread { [self] in work() }
-        thread.name = "hcpack-write"
-        thread.start()
+        let writer = Thread { [self] in work(lanes[0], hasher: nil) }
+        writer.name = "hcpack-write"
+        writer.start()
+        let hasher = Thread { [self] in work(lanes[1], hasher: Digest.Hasher(.sha256)) }
+        hasher.name = "hcpack-hash"
+        hasher.start()
     }
 
     deinit {
@@ -85,7 +109,7 @@ final class ArchiveOutput: @unchecked Sendable {
 
     /// Runs `action` on the thread once everything appended so far is written (or dropped after a failure).
     func afterWritten(_ action: @escaping @Sendable () -> Void) {
-        batch.append(.after(action))
+        batch.append(.after(Meeting(lanes.count, action)))
         handOver()
     }
 
@@ -95,7 +119,7 @@ final class ArchiveOutput: @unchecked Sendable {
     }
 
     /// Waits for every byte to be written, then closes the file (mode 0644, and `fsync` where the folder
-    /// cannot be synced as a whole); the SHA-256 of the stream when hashing. Throws the first failure.
+    /// cannot be synced as a whole); the SHA-256 of the stream. Throws the first failure.
     func finish() throws(HCPackError) -> [UInt8]? {
         stop()
         try check()
@@ -124,7 +148,7 @@ final class ArchiveOutput: @unchecked Sendable {
         isStopped = true
         handOver()
         submit([.stop])
-        stopped.wait()
+        for _ in lanes { stopped.wait() }
     }
 
     private func takeSlot() -> (slot: Int, used: Int) {
@@ -136,8 +160,8 @@ final class ArchiveOutput: @unchecked Sendable {
 
     /// Gives the thread every job so far; a full slot goes with them, a partly filled one stays the caller's.
     private func handOver() {
-        if let (slot, used) = filling, used == Self.slotSize {
-            batch.append(.release(slot: slot))
+        if let (_, used) = filling, used == Self.slotSize {
+            batch.append(.after(Meeting(lanes.count) { [freeSlots] in freeSlots.signal() }))
             filling = nil
         }
         if batch.isEmpty { return }
@@ -146,15 +170,20 @@ final class ArchiveOutput: @unchecked Sendable {
     }
 
     private func submit(_ jobs: [Job]) {
-        shared.withLock { $0.jobs.append(contentsOf: jobs) }
-        pendingJobs.signal()
+        for lane in lanes {
+            lane.jobs.withLock { $0.append(contentsOf: jobs) }
+            lane.pending.signal()
+        }
     }
 
-    private func work() {
-        let hasher = hashing ? Digest.Hasher(.sha256) : nil
+    /// The writer (no `hasher`) or the hasher: each goes through every job.
+    private func work(_ lane: Lane, hasher: Digest.Hasher?) {
         var failed = false
         func output(_ bytes: UnsafeRawBufferPointer) {
-            hasher?.update(bytes)
+            if let hasher {
+                hasher.update(bytes)
+                return
+            }
             guard !failed else { return }
             do throws(HCPackError) {
                 try Descriptor.writeAll(descriptor, bytes, path: path)
@@ -164,10 +193,10 @@ final class ArchiveOutput: @unchecked Sendable {
             }
         }
         while true {
-            pendingJobs.wait()
-            let jobs = shared.withLock { state -> [Job] in
-                let taken = state.jobs
-                state.jobs = []
+            lane.pending.wait()
+            let jobs = lane.jobs.withLock { queued -> [Job] in
+                let taken = queued
+                queued = []
                 return taken
             }
             for job in jobs {
@@ -176,13 +205,13 @@ final class ArchiveOutput: @unchecked Sendable {
                     output(UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)]))
                 case .lent(let bytes):
                     output(bytes)
-                case .after(let action):
-                    action()
-                case .release:
-                    freeSlots.signal()
+                case .after(let meeting):
+                    meeting.arrive()
                 case .stop:
-                    let digest = hasher?.finalize()
-                    shared.withLock { $0.digest = digest }
+                    if let hasher {
+                        let digest = hasher.finalize()
+                        shared.withLock { $0.digest = digest }
+                    }
                     stopped.signal()
                     return
                 }

@@ -1,5 +1,6 @@
 import ArchiveIO
 import Digest
+import Dispatch
 import Foundation
 import PropertyList
 
@@ -47,6 +48,8 @@ public struct BuildPlan: Sendable {
     var items: [Item]
     /// Where `plistBytes` holds a zeroed digest, and the item it stands for, in the plist's order.
     var pendingDigests: [PendingDigest] = []
+    /// The pending digests' hashing, started by `prepare`; the first `write` takes its results.
+    var sourceHashing: SourceHashing?
 
     /// A digest `write` fills in once it has read the file.
     struct PendingDigest: Sendable {
@@ -56,9 +59,8 @@ public struct BuildPlan: Sendable {
         var item: Int
     }
 
-    /// True when the sources have not been hashed yet (`prepare(_:progress:deferringDigests:)`): the integrity
-    /// records in `plistBytes` and `contentInfo` hold zeros, and `write` hashes the files while it copies
-    /// them, then writes the true plist over the reserved one.
+    /// True when the sources were still being hashed when `prepare(_:progress:deferringDigests:)` returned: the
+    /// integrity records in `plistBytes` and `contentInfo` hold zeros, and `write` fills them in first.
     public var digestsPending: Bool { !pendingDigests.isEmpty }
 
     /// True when the package has no errors and may be written.
@@ -115,9 +117,9 @@ public struct BuildPlan: Sendable {
 ///
 /// Two passes over the data: `prepare` hashes every file (the integrity record lives in ContentInfo.plist,
 /// the first entry), `write` streams each file again in 1 MiB chunks, comparing `fstat` stamps so a file that
-/// changed in between fails the build rather than contradicting its record. A stored zip does not wait for
-/// the first: its plist entry is reserved with zeroed digests, the files are hashed while they are copied
-/// (`SourceHashing`), and the plist is written over its reservation once they are (`ArchiveFollower`).
+/// changed in between fails the build rather than contradicting its record. A stored zip (`deferringDigests`)
+/// hashes its files on threads of its own (`SourceHashing`) from the end of the scan, while the rules run;
+/// `write` waits for them before the plist, the first entry.
 ///
 /// Zip entries carry MS-DOS times that libarchive computes with `localtime`: callers wanting identical zips
 /// across hosts run with `TZ=UTC0`, as the `hcpack` executable does.
@@ -132,9 +134,9 @@ public enum Builder {
     ///   folder, missing identity for a plain folder, or an existing output without `force`.
     /// - Parameters:
     ///   - progress: told of the files hashed so far (phase "checking"; totals are not known yet).
-    ///   - deferringDigests: for a zip with `--compression store`, leave hashing to `write`, which then hashes
-    ///     while it copies instead of before (see `BuildPlan.digestsPending`). For a plan that will be written
-    ///     right away; other formats and compressions hash here regardless.
+    ///   - deferringDigests: for a zip with `--compression store`, hash in the background while the rules run
+    ///     (see `BuildPlan.digestsPending`). For a plan that will be written right away; other formats and
+    ///     compressions hash here regardless.
     public static func prepare(
         _ options: BuildOptions, progress: ProgressHandler? = nil, deferringDigests: Bool = false
     ) throws(HCPackError) -> BuildPlan {
@@ -257,6 +259,8 @@ public enum Builder {
             items.append(BuildPlan.Item(path: Verifier.contentsFolder, kind: .directory, sourceRelative: "", size: 0, sha256: []))
         }
         items.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        // Deferred digests are hashed from here on, on threads of their own, while this thread runs the rules.
+        var hashing = defersDigests ? SourceHashing(BuildPlan.filesToHash(items), root: source) : nil
 
         // The plist: the source's (overridden), or a new one; Files generated when absent; integrity recorded.
         var contentInfo: ContentInfo?
@@ -311,6 +315,8 @@ public enum Builder {
                     pendingDigests = slots
                 } else {
                     // Zeros elsewhere in the plist would make the slots ambiguous: hash now, as without deferral.
+                    hashing?.cancel()
+                    hashing = nil
                     try hashFiles(of: &items, source: source)
                     recordIntegrity(pending: false)
                     encoded = info.encodeXML()
@@ -337,9 +343,11 @@ public enum Builder {
         }
         let report = Verifier.check(would, options: options.verify, decodedPlist: built)
 
+        if pendingDigests.isEmpty { hashing?.cancel() }
         return BuildPlan(
             source: source, sourceKind: sourceKind, output: output, format: format, contentInfo: contentInfo,
-            plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items, pendingDigests: pendingDigests)
+            plistBytes: plistBytes ?? [], report: report, excluded: excluded, items: items, pendingDigests: pendingDigests,
+            sourceHashing: pendingDigests.isEmpty ? nil : hashing)
     }
 
     /// What a deferred plist records in place of each digest until `write` has it.
@@ -473,7 +481,10 @@ public enum Builder {
 
         let sink: PackageSink
         let temporary: String
-        let sourceHashing = plan.digestsPending && plan.format == .zip ? SourceHashing(plan.sourceFiles, root: plan.source) : nil
+        // Pending digests: prepare's hashing, unless an earlier write took its results.
+        let sourceHashing =
+            plan.digestsPending
+            ? plan.sourceHashing.flatMap { $0.claim() ? $0 : nil } ?? SourceHashing(plan.sourceFiles, root: plan.source) : nil
         defer { sourceHashing?.cancel() }
         if plan.format == .directory {
             temporary = try makeTemporaryFolder(template, for: output)
@@ -481,20 +492,10 @@ public enum Builder {
         } else {
             let (descriptor, path) = try FileSystem.makeTemporaryFile(template: template, for: output)
             temporary = path
-            // Deferred digests: the sources are hashed on threads of their own while they are copied; once all
-            // are, the archive gets its real plist and is hashed behind the writer.
-            let reservedPlist = sourceHashing.map { hashing in
-                (
-                    name: ContentInfo.fileName, reserved: plan.plistBytes,
-                    final: { @Sendable () throws(HCPackError) -> FilledReservation in
-                        try plan.filledPlist(from: hashing)
-                    }
-                )
-            }
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch, reservedFirstFile: reservedPlist)
+                    modificationTime: options.sourceDateEpoch)
             } catch {
                 Descriptor.release(descriptor)
                 FileSystem.removeFile(temporary)
@@ -507,13 +508,28 @@ public enum Builder {
         }
 
         var tracker = ProgressTracker(handler: progress, totalBytes: plan.contentBytes, totalFiles: plan.fileCount)
+        let reader = SourceReader(plan.items, root: plan.source, compression: options.compression) { sink.afterWritten($0) }
+        defer { reader.cancel() }
+        // Pending digests: the plist is written once all are known, whole and first, so the archive is hashed
+        // as it is written; reserving it and hashing the archive afterwards left a serial tail (issue 16).
+        let finalPlist = try sourceHashing.map { (hashing) throws(HCPackError) in try plan.filledPlist(from: hashing) }
         try sink.addFile(
             ContentInfo.fileName, size: Int64(plan.plistBytes.count),
             compression: options.compression.choose(head: plan.plistBytes))
-        try sink.write(plan.plistBytes)
+        if let finalPlist {
+            for start in stride(from: 0, to: plan.plistBytes.count, by: FilledReservation.windowSize) {
+                let window = finalPlist.bytes(start..<min(start + FilledReservation.windowSize, plan.plistBytes.count))
+                try sink.write(window)
+                // The sink may lend the window's bytes to its threads: keep them until they are written.
+                let written = DispatchSemaphore(value: 0)
+                sink.afterWritten { written.signal() }
+                written.wait()
+                withExtendedLifetime(window) {}
+            }
+        } else {
+            try sink.write(plan.plistBytes)
+        }
         try sink.endFile()
-        let reader = SourceReader(plan.items, root: plan.source, compression: options.compression) { sink.afterWritten($0) }
-        defer { reader.cancel() }
         for item in plan.items {
             if item.kind == .directory {
                 try sink.addFolder(item.path)

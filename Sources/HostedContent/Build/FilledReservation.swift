@@ -48,20 +48,6 @@ struct FilledReservation: Sendable {
     }
 }
 
-extension Digest.Hasher {
-    /// Adds the bytes `range` of `file`, read a buffer at a time.
-    func update(contentsOf file: PositionedFile, range: Range<Int64>, buffer: UnsafeMutableRawBufferPointer) throws(HCPackError) {
-        var offset = range.lowerBound
-        while offset < range.upperBound {
-            let chunk = UnsafeMutableRawBufferPointer(
-                rebasing: buffer[..<Int(min(Int64(buffer.count), range.upperBound - offset))])
-            try file.fill(chunk, at: offset)
-            update(UnsafeRawBufferPointer(chunk))
-            offset += Int64(chunk.count)
-        }
-    }
-}
-
 extension ZipEntryRewrite {
     /// `replaceFirstEntryData` with the final bytes of a filled reservation.
     static func replaceFirstEntryData(

@@ -32,29 +32,16 @@ extension PackageSink {
 /// stored entry's data without a copy: libarchive hands it over in the caller's own buffer), and a
 /// `ProgressiveSync` thread puts them on disk as they come.
 ///
-/// The summary's SHA-256 of the archive is taken as it is written: by the output's thread as it writes the
-/// bytes (off this thread, which runs libarchive and its deflate), or, for
-/// an archive whose first file is a reservation (a plist awaiting its digests), by an `ArchiveFollower` that
-/// writes the final first file over the reservation and reads the archive back behind the writer.
+/// The summary's SHA-256 of the archive is taken as it is written, by the output's hashing thread (off this
+/// thread, which runs libarchive and its deflate).
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
     private let output: String
     private let modificationTime: Int64
-    /// Writes (and hashes) the stream through a duplicate of `descriptor`, which it closes.
+    /// Writes and hashes the stream through a duplicate of `descriptor`, which it closes.
     private let stream: ArchiveOutput
-    /// True when the output's thread hashes the stream as it writes it (off this thread, which runs
-    /// libarchive's deflate); false when the first file is a reservation (the follower hashes the archive).
-    private let hashesStream: Bool
-    /// Hashes the archive when the first file is a reservation.
-    private let follower: ArchiveFollower?
-    /// The reserved first file, once its final bytes are known: name and CRC-32s, for its central record.
-    private var firstFileRewrite: (name: [UInt8], reservedCRC: UInt32, finalCRC: UInt32)?
-    private let reservedFirstFileName: String?
-    private var centralRecordPatched = false
-    /// Set when libarchive starts writing the central directory: no file data passes after that.
-    private var finishing = false
     /// The bytes `write` is handing libarchive: what libarchive passes on from within them is lent, not copied.
     private var lendable: UnsafeRawBufferPointer?
     /// The output's write failure, once seen: it names the output and keeps the errno (disk full...).
@@ -66,22 +53,12 @@ final class ArchiveSink: PackageSink {
     /// The archive's SHA-256, once `finish` has run.
     private(set) var digest: [UInt8]?
 
-    /// - Parameter reservedFirstFile: a zip's first file (stored) written as `reserved`, whose final bytes, the
-    ///   same length, `final` gives (it may wait); the archive is hashed once they are written over it.
-    init(
-        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64,
-        reservedFirstFile: (name: String, reserved: [UInt8], final: @Sendable () throws(HCPackError) -> FilledReservation)? = nil
-    ) throws(HCPackError) {
+    init(descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64) throws(HCPackError) {
         self.descriptor = descriptor
-        hashesStream = reservedFirstFile == nil
-        reservedFirstFileName = reservedFirstFile?.name
-        follower = reservedFirstFile.map {
-            ArchiveFollower(descriptor, path: output, name: $0.name, reserved: $0.reserved, finalFirstFile: $0.final)
-        }
         self.output = output
         self.modificationTime = modificationTime
         stream = ArchiveOutput(
-            descriptor: try Descriptor.duplicate(descriptor, path: output), path: output, hashing: reservedFirstFile == nil)
+            descriptor: try Descriptor.duplicate(descriptor, path: output), path: output)
         diskSync = ProgressiveSync(descriptor, path: output)
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
@@ -101,15 +78,7 @@ final class ArchiveSink: PackageSink {
             writeFailure = error
             throw ArchiveError(.io, error.message)
         }
-        // libarchive hands over each part of the central directory whole (no blocks, see ArchiveWriter), so
-        // the reserved file's record, the first, starts a part: it gets its final CRC-32 before it is written.
-        if finishing, !centralRecordPatched, let rewrite = firstFileRewrite,
-            let patched = ZipEntryRewrite.patchedCentralRecord(
-                bytes, name: rewrite.name, reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
-        {
-            centralRecordPatched = true
-            patched.withUnsafeBytes { stream.write($0) }
-        } else if let lendable, let base = bytes.baseAddress, let start = lendable.baseAddress,
+        if let lendable, let base = bytes.baseAddress, let start = lendable.baseAddress,
             base >= start, base + bytes.count <= start + lendable.count
         {
             stream.write(lent: bytes)
@@ -120,7 +89,6 @@ final class ArchiveSink: PackageSink {
     }
 
     deinit {
-        follower?.stop()
         stream.abandon()
         if isOpen { Descriptor.release(descriptor) }
     }
@@ -154,42 +122,13 @@ final class ArchiveSink: PackageSink {
     }
 
     func finish() throws(HCPackError) {
-        if let follower, let name = reservedFirstFileName {
-            // The central directory, written next, needs the first file's final CRC-32.
-            guard let checksums = follower.firstFileChecksums() else {
-                _ = try follower.finish(length: bytesWritten)
-                throw HCPackError(
-                    .io, "\(output): the reserved first file got no final bytes; report this as a bug", path: output)
-            }
-            firstFileRewrite = (Array(name.utf8), checksums.reserved, checksums.final)
-        }
-        finishing = true
         try archive { () throws(ArchiveError) in try writer?.finish() }
         writer = nil
         // The output's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
-        // whatever the umask. Its digest, when it hashes, is the archive's.
-        let streamDigest = try stream.finish()
+        // whatever the umask.
+        digest = try stream.finish()
         try diskSync?.finish()
         diskSync = nil
-        if hashesStream {
-            digest = streamDigest
-        } else if let follower, let rewrite = firstFileRewrite {
-            let followed = try follower.finish(length: bytesWritten)
-            if centralRecordPatched {
-                digest = followed
-            } else {
-                // Not handed over as expected: patch the written record, and hash the archive once more.
-                try ZipEntryRewrite.replaceCentralCRC(
-                    in: descriptor, path: output, name: String(decoding: rewrite.name, as: UTF8.self),
-                    reservedCRC: rewrite.reservedCRC, finalCRC: rewrite.finalCRC)
-                let hasher = Digest.Hasher(.sha256)
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-                defer { buffer.deallocate() }
-                try hasher.update(
-                    contentsOf: PositionedFile(descriptor: descriptor, path: output), range: 0..<bytesWritten, buffer: buffer)
-                digest = hasher.finalize()
-            }
-        }
         try Descriptor.synchronize(descriptor, path: output)
         isOpen = false
         try Descriptor.close(descriptor, path: output)

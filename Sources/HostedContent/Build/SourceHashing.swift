@@ -2,21 +2,18 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Hashes a build's source files in the background (a thread of its own, and one per core as the scan does)
-/// while they are copied into the archive: the copy waits for nothing, and the plist's digests are known
-/// long before the last file is written, so the archive can be hashed behind its writer
-/// (`ArchiveFollower`) rather than read back at the end. On every core rather than one: the follower can
-/// only start once every digest is known, and with one thread it started late (measured, bench/README.md).
+/// Hashes a build's source files in the background (a thread of its own, and one per core as the scan does),
+/// started by `prepare` once the scan is done, so the hashing runs beside the rules and the plist's making
+/// rather than after them; `write` waits for it before the plist, the archive's first entry.
 ///
-/// Its own read of each file (from the page cache, just read by the copy or about to be) rather than the
-/// copy's chunks: handing those over cost the copying thread a memcpy per byte. The stamp of each file is
-/// compared with the one the copy checks, so both reads saw the same bytes.
+/// The stamp of each file is compared with the one the copy checks, so both reads saw the same bytes.
 final class SourceHashing: @unchecked Sendable {
     // @unchecked: `outcome` is written once by the thread before `done` is signalled, read only after it.
     private let cancelled = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
     private var outcome: Result<[PackageScanner.FileFacts], HCPackError>?
     private var waited = false
+    private let claimed = Atomic<Bool>(false)
 
     /// Starts hashing `files` (relative to `root`).
     init(_ files: [PackageScanner.PendingFile], root: String) {
@@ -30,6 +27,11 @@ final class SourceHashing: @unchecked Sendable {
         }
         thread.name = "hcpack-sources"
         thread.start()
+    }
+
+    /// True for the first caller only: the one whose `results` these are.
+    func claim() -> Bool {
+        !claimed.exchange(true, ordering: .relaxed)
     }
 
     /// Each file's facts, in the order given; waits for the thread. Call once, from one thread (the follower's).
