@@ -1,6 +1,6 @@
-/// CRC-32 as zip uses it (IEEE 802.3, reflected, polynomial 0xEDB88320): for the entry hcpack rewrites after
-/// libarchive wrote it (`ZipEntryRewrite`), and for every entry verify and install read, on a worker thread
-/// (libarchive's own check runs zlib's `crc32` on the reading thread, a quarter of an install's).
+/// CRC-32 as zip uses it (IEEE 802.3, reflected, polynomial 0xEDB88320): for every zip entry verify and
+/// install read (instead of libarchive's check, zlib's `crc32` on the reading thread, a quarter of an
+/// install's; install computes it on a worker).
 ///
 /// Sixteen bytes a step with sixteen tables ("slicing-by-16"), and for large buffers three lanes at once whose
 /// CRCs are then joined (`combine`): one lane waits on its own previous step, three keep the loads in flight.

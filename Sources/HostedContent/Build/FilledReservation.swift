@@ -39,22 +39,4 @@ struct FilledReservation: Sendable {
 
     /// Lowercase, as `hexString` writes them.
     private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// CRC-32 of the final bytes.
-    func checksum() -> UInt32 {
-        stride(from: 0, to: reserved.count, by: Self.windowSize).reduce(0) { crc, start in
-            CRC32.update(crc, with: bytes(start..<min(start + Self.windowSize, reserved.count)))
-        }
-    }
-}
-
-extension ZipEntryRewrite {
-    /// `replaceFirstEntryData` with the final bytes of a filled reservation.
-    static func replaceFirstEntryData(
-        in descriptor: Int32, path: String, name: String, with final: FilledReservation, finalCRC: UInt32
-    ) throws(HCPackError) {
-        try replaceFirstEntryData(
-            in: descriptor, path: path, name: name, reserved: final.reserved, windowSize: FilledReservation.windowSize,
-            final: final.bytes, finalCRC: finalCRC)
-    }
 }

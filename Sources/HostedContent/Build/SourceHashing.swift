@@ -34,7 +34,7 @@ final class SourceHashing: @unchecked Sendable {
         !claimed.exchange(true, ordering: .relaxed)
     }
 
-    /// Each file's facts, in the order given; waits for the thread. Call once, from one thread (the follower's).
+    /// Each file's facts, in the order given; waits for the thread. Call once, from one thread (`Builder.write`'s).
     func results() throws(HCPackError) -> [PackageScanner.FileFacts] {
         if !waited {
             done.wait()
