@@ -6,7 +6,7 @@ import Synchronization
 
 
 /// SHA-256 (and, when asked, CRC-32), and optionally the file writes, on other threads, so that they overlap
-/// reading and decompressing an archive (verify, install) or compressing one (build).
+/// reading and decompressing an archive (verify, install; build has its own `ArchiveOutput`).
 ///
 /// The caller hands over a stream of files, chunk by chunk; chunks are packed into a few fixed buffers
 /// (bounded memory: `slotCount` x `slotSize`), hashed in order by one worker thread, and each file's digest
@@ -117,15 +117,9 @@ final class HashPipeline: @unchecked Sendable {
         for slot in slots { slot.deallocate() }
     }
 
-    /// Takes over an open file: `update(_:writingTo:)` appends to it, `close` closes it. The caller must not
-    /// use or close the descriptor afterwards. Without `startsWriteback` the worker only writes (another
-    /// thread puts the file on disk, `ProgressiveSync`).
-    func adopt(_ descriptor: Int32, path: String, startsWriteback: Bool = true) -> File {
-        adopt(startsWriteback: startsWriteback) { () throws(HCPackError) in (descriptor, path) }
-    }
-
-    /// A file that the writing worker opens (`open`) before its first bytes: creating thousands of small
-    /// files is as much work as inflating them, and the reading thread has the inflating to do.
+    /// Takes over a file that the writing worker opens (`open`) before its first bytes: `update(_:writingTo:)`
+    /// appends to it, `close` closes it. Creating thousands of small files is as much work as inflating
+    /// them, and the reading thread has the inflating to do. Without `startsWriteback` the worker only writes.
     func adopt(startsWriteback: Bool = true, opening open: @escaping Opener) -> File {
         if openFiles.wait(timeout: .now()) == .timedOut {
             // Too many files waiting for their close: hand over the queued closes, then wait for one.

@@ -243,8 +243,9 @@ public enum PackageScanner {
     /// The one archive scan every entry point shares; `open` makes the reader, `file` is the archive's path
     /// when it is a file and `bytes` the archive when it is in memory (for the zip structure checks).
     ///
-    /// A zip's CRC-32s are checked here, not by libarchive (`checksZipCRC: false`): the pipeline's worker
-    /// computes them beside the SHA-256, and `ZipStructureCheck` compares them with the central directory.
+    /// A zip's CRC-32s are checked here, not by libarchive (`checksZipCRC: false`): computed where there is
+    /// time for them (`ArchiveCollector.Checksummer`), compared by `ZipStructureCheck` with the central
+    /// directory.
     private static func readArchive(
         origin path: String, file: String?, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
         open: () throws(ArchiveError) -> ArchiveReader
