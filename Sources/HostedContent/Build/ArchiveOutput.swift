@@ -38,12 +38,6 @@ final class ArchiveOutput: @unchecked Sendable {
         }
     }
 
-    /// One thread's queue: every thread is given every job.
-    private final class Lane: Sendable {
-        let jobs = Mutex<[Job]>([])
-        let pending = DispatchSemaphore(value: 0)
-    }
-
     private static let slotCount = 4
     private static let slotSize = 1 << 20
     private let slots: [UnsafeMutableRawBufferPointer]
@@ -51,8 +45,8 @@ final class ArchiveOutput: @unchecked Sendable {
     /// as this one may be when work stops with slots still out.
     private let freeSlots = DispatchSemaphore(value: 0)
     private let stopped = DispatchSemaphore(value: 0)
-    /// The writer's, then the hasher's.
-    private let lanes: [Lane]
+    /// The writer's (0), then the hasher's (1).
+    private let lanes = JobLanes<Job>(count: 2)
     private let shared = Mutex<(failure: HCPackError?, digest: [UInt8]?)>((nil, nil))
     private let descriptor: Int32
     private let path: String
@@ -69,15 +63,14 @@ final class ArchiveOutput: @unchecked Sendable {
     init(descriptor: Int32, path: String) {
         self.descriptor = descriptor
         self.path = path
-        lanes = [Lane(), Lane()]
         slots = (0..<Self.slotCount).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
         for _ in 0..<Self.slotCount { freeSlots.signal() }
-        let writer = Thread { [self] in work(lanes[0], hasher: nil) }
+        let writer = Thread { [self] in work(lane: 0, hasher: nil) }
         writer.name = "hcpack-write"
         writer.start()
-        let hasher = Thread { [self] in work(lanes[1], hasher: Digest.Hasher(.sha256)) }
+        let hasher = Thread { [self] in work(lane: 1, hasher: Digest.Hasher(.sha256)) }
         hasher.name = "hcpack-hash"
         hasher.start()
     }
@@ -148,7 +141,7 @@ final class ArchiveOutput: @unchecked Sendable {
         isStopped = true
         handOver()
         submit([.stop])
-        for _ in lanes { stopped.wait() }
+        for _ in 0..<lanes.count { stopped.wait() }
     }
 
     private func takeSlot() -> (slot: Int, used: Int) {
@@ -170,14 +163,11 @@ final class ArchiveOutput: @unchecked Sendable {
     }
 
     private func submit(_ jobs: [Job]) {
-        for lane in lanes {
-            lane.jobs.withLock { $0.append(contentsOf: jobs) }
-            lane.pending.signal()
-        }
+        lanes.submit(jobs)
     }
 
     /// The writer (no `hasher`) or the hasher: each goes through every job.
-    private func work(_ lane: Lane, hasher: Digest.Hasher?) {
+    private func work(lane: Int, hasher: Digest.Hasher?) {
         var failed = false
         func output(_ bytes: UnsafeRawBufferPointer) {
             if let hasher {
@@ -193,13 +183,7 @@ final class ArchiveOutput: @unchecked Sendable {
             }
         }
         while true {
-            lane.pending.wait()
-            let jobs = lane.jobs.withLock { queued -> [Job] in
-                let taken = queued
-                queued = []
-                return taken
-            }
-            for job in jobs {
+            for job in lanes.take(lane) {
                 switch job {
                 case .copied(let slot, let start, let count):
                     output(UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)]))

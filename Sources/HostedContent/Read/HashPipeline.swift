@@ -59,13 +59,15 @@ final class HashPipeline: @unchecked Sendable {
         static let writing = Role(rawValue: 2)
     }
 
-    /// One worker thread's queue.
+    /// One worker thread: what it does with the jobs, and its lane in `lanes`.
     private final class Worker: Sendable {
         let role: Role
-        let pending = DispatchSemaphore(value: 0)
+        let lane: Int
         let stopped = DispatchSemaphore(value: 0)
-        let jobs = Mutex<[Job]>([])
-        init(role: Role) { self.role = role }
+        init(role: Role, lane: Int) {
+            self.role = role
+            self.lane = lane
+        }
     }
 
     private static let slotCount = 4
@@ -75,6 +77,7 @@ final class HashPipeline: @unchecked Sendable {
     private let slots: [UnsafeMutableRawBufferPointer]
     private let freeSlots: DispatchSemaphore
     private let workers: [Worker]
+    private let lanes: JobLanes<Job>
     /// How many workers have released each slot since it was last handed over.
     private let releases: Mutex<[Int]>
     private let computesChecksums: Bool
@@ -102,9 +105,10 @@ final class HashPipeline: @unchecked Sendable {
         computesChecksums = checksums
         workers =
             switch writer {
-            case .hashingThread: [Worker(role: [.hashing, .writing])]
-            case .ownThread: [Worker(role: .hashing), Worker(role: .writing)]
+            case .hashingThread: [Worker(role: [.hashing, .writing], lane: 0)]
+            case .ownThread: [Worker(role: .hashing, lane: 0), Worker(role: .writing, lane: 1)]
             }
+        lanes = JobLanes(count: workers.count)
         for (index, worker) in workers.enumerated() {
             let thread = Thread { [self] in work(worker) }
             thread.name = index == 0 ? "hcpack-sha256" : "hcpack-write"
@@ -226,10 +230,7 @@ final class HashPipeline: @unchecked Sendable {
     }
 
     private func submit(_ jobs: [Job]) {
-        for worker in workers {
-            worker.jobs.withLock { $0.append(contentsOf: jobs) }
-            worker.pending.signal()
-        }
+        lanes.submit(jobs)
     }
 
     private func work(_ worker: Worker) {
@@ -242,13 +243,7 @@ final class HashPipeline: @unchecked Sendable {
         var crc: UInt32 = 0
         var files = AdoptedFiles()
         while true {
-            worker.pending.wait()
-            let jobs = worker.jobs.withLock { queued -> [Job] in
-                let taken = queued
-                queued = []
-                return taken
-            }
-            for job in jobs {
+            for job in lanes.take(worker.lane) {
                 switch job {
                 case .data(let slot, let start, let count, let file, let hashed):
                     let bytes = UnsafeRawBufferPointer(rebasing: slots[slot][start..<(start + count)])
