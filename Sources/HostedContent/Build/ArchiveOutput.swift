@@ -25,19 +25,6 @@ final class ArchiveOutput: @unchecked Sendable {
         case stop
     }
 
-    /// An action run by the last of the threads to arrive.
-    private final class Meeting: Sendable {
-        private let remaining: Atomic<Int>
-        private let action: @Sendable () -> Void
-        init(_ threads: Int, _ action: @escaping @Sendable () -> Void) {
-            remaining = Atomic(threads)
-            self.action = action
-        }
-        func arrive() {
-            if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { action() }
-        }
-    }
-
     private static let slotCount = 4
     private static let slotSize = 1 << 20
     private let slots: [UnsafeMutableRawBufferPointer]

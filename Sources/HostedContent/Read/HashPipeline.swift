@@ -22,12 +22,12 @@ import Synchronization
 /// are dropped.
 final class HashPipeline: @unchecked Sendable {
     // @unchecked: a slot belongs to the caller until its jobs are submitted and to the workers until they
-    // have all released it (`releases`); everything else the workers share sits behind mutexes.
+    // have all reached its release; everything else the workers share sits behind mutexes.
     private enum Job {
         case data(slot: Int, start: Int, count: Int, file: File?, hashed: Bool)
         case end(ticket: Int)
-        /// The worker is done with the slot once it reaches this job.
-        case release(slot: Int)
+        /// The worker is done with a slot once it reaches this job; the last one frees it.
+        case release(Meeting)
         /// From here on `file` is the writing worker's, which opens it with `open`.
         case adopt(file: File, open: Opener, startsWriteback: Bool)
         /// Closes an adopted file; with `keep`, first sets mode 0644 and (without syncfs) fsyncs it.
@@ -78,8 +78,6 @@ final class HashPipeline: @unchecked Sendable {
     private let freeSlots: DispatchSemaphore
     private let workers: [Worker]
     private let lanes: JobLanes<Job>
-    /// How many workers have released each slot since it was last handed over.
-    private let releases: Mutex<[Int]>
     private let computesChecksums: Bool
     private let shared = Mutex<(digests: [[UInt8]], checksums: [UInt32], failure: HCPackError?)>(([], [], nil))
     /// Jobs for the slot being filled, handed over together when it is full.
@@ -101,7 +99,6 @@ final class HashPipeline: @unchecked Sendable {
     init(writer: WriterThread = .hashingThread, checksums: Bool = false) {
         slots = (0..<Self.slotCount).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64) }
         freeSlots = DispatchSemaphore(value: Self.slotCount)
-        releases = Mutex([Int](repeating: 0, count: Self.slotCount))
         computesChecksums = checksums
         workers =
             switch writer {
@@ -222,7 +219,7 @@ final class HashPipeline: @unchecked Sendable {
 
     /// Gives the worker the filled slot and every job so far.
     private func handOver() {
-        if let (slot, _) = filling { batch.append(.release(slot: slot)) }
+        if filling != nil { batch.append(.release(Meeting(workers.count) { [freeSlots] in freeSlots.signal() })) }
         filling = nil
         if batch.isEmpty { return }
         submit(batch)
@@ -261,14 +258,8 @@ final class HashPipeline: @unchecked Sendable {
                         shared.withLock { $0.checksums.append(checksum) }
                         crc = 0
                     }
-                case .release(let slot):
-                    let isLast = releases.withLock { counts in
-                        counts[slot] += 1
-                        guard counts[slot] == workers.count else { return false }
-                        counts[slot] = 0
-                        return true
-                    }
-                    if isLast { freeSlots.signal() }
+                case .release(let meeting):
+                    meeting.arrive()
                 case .adopt(let file, let open, let startsWriteback):
                     // After a failure nothing new is created: the caller is about to give up and clean up.
                     guard writing, shared.withLock({ $0.failure == nil }) else { continue }

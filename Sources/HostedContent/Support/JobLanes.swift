@@ -37,3 +37,19 @@ final class JobLanes<Job: Sendable>: Sendable {
         }
     }
 }
+
+/// An action run by the last of a pipeline's worker threads to reach it: a buffer freed once every worker is
+/// done with it.
+final class Meeting: Sendable {
+    private let remaining: Atomic<Int>
+    private let action: @Sendable () -> Void
+
+    init(_ threads: Int, _ action: @escaping @Sendable () -> Void) {
+        remaining = Atomic(threads)
+        self.action = action
+    }
+
+    func arrive() {
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { action() }
+    }
+}
