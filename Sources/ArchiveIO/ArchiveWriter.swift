@@ -239,21 +239,36 @@ public final class ArchiveWriter {
         state = .inFile(path: path, remaining: remaining - Int64(bytes.count))
     }
 
+    /// Ends the current entry (`archive_write_finish_entry`): a zip entry's data descriptor is written now
+    /// rather than by the next `begin` or `finish`.
+    /// - Throws: `.usage` when the file did not get all its bytes; `.io` when writing fails.
+    public func endEntry() throws(ArchiveError) {
+        try finishing("finishing an entry", archive_write_finish_entry)
+        state = .ready
+    }
+
     /// Finishes the archive (`archive_write_close`, then `archive_write_free`); nothing may be written afterwards.
     /// - Throws: `.usage` when the last file did not get all its bytes; `.io` when flushing fails.
     public func finish() throws(ArchiveError) {
+        let archive = try finishing("finishing the archive", archive_write_close)
+        archive_write_free(archive)
+        self.archive = nil
+        state = .finished
+    }
+
+    /// Runs libarchive's `call` once the current file has all its declared bytes.
+    @discardableResult
+    private func finishing(_ operation: String, _ call: (OpaquePointer) -> Int32) throws(ArchiveError) -> OpaquePointer {
         let archive = try usable()
         if case .inFile(let path, let remaining) = state, remaining > 0 {
             throw ArchiveError(.usage, "entry '\(path)' is missing \(remaining) bytes of its declared size")
         }
         try failing { () throws(ArchiveError) in
             try withArchiveLocale { () throws(ArchiveError) in
-                try check(archive_write_close(archive), archive, "finishing the archive", as: .io)
+                try check(call(archive), archive, operation, as: .io)
             }
         }
-        archive_write_free(archive)
-        self.archive = nil
-        state = .finished
+        return archive
     }
 
     private func usable() throws(ArchiveError) -> OpaquePointer {

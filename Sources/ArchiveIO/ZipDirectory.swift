@@ -551,8 +551,19 @@ private struct ZipInput {
     }
 }
 
+/// Little-endian fields of zip records (`ZipDirectory`, `ZipAssembly`).
 extension Array where Element == UInt8 {
-    fileprivate func uint16(_ at: Int) -> UInt16 { UInt16(self[at]) | UInt16(self[at + 1]) << 8 }
-    fileprivate func uint32(_ at: Int) -> UInt32 { UInt32(uint16(at)) | UInt32(uint16(at + 2)) << 16 }
+    func uint16(_ at: Int) -> UInt16 { UInt16(self[at]) | UInt16(self[at + 1]) << 8 }
+    func uint32(_ at: Int) -> UInt32 { UInt32(uint16(at)) | UInt32(uint16(at + 2)) << 16 }
     fileprivate func uint64(_ at: Int) -> UInt64 { UInt64(uint32(at)) | UInt64(uint32(at + 4)) << 32 }
+
+    mutating func storeUInt16(_ value: UInt16, at offset: Int) {
+        self[offset] = UInt8(truncatingIfNeeded: value)
+        self[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+    }
+
+    mutating func storeUInt32(_ value: UInt32, at offset: Int) {
+        storeUInt16(UInt16(truncatingIfNeeded: value), at: offset)
+        storeUInt16(UInt16(truncatingIfNeeded: value >> 16), at: offset + 2)
+    }
 }

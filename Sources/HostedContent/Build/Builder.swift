@@ -107,6 +107,14 @@ public struct BuildPlan: Sendable {
         return FilledReservation(reserved: plistBytes, slots: pendingDigests.map(\.offset), digests: digests)
     }
 
+    /// True when the zip is sure to need no zip64 directory (`ZipCentralDirectory.fits`), counting each
+    /// entry's headers and descriptor generously and deflate's worst growth (zlib's `deflateBound`: under 0.1%).
+    var fitsAssembledZip: Bool {
+        let headers = items.reduce(Int64(0)) { $0 + 256 + 2 * Int64($1.path.utf8.count) }
+        let data = contentBytes + contentBytes / 512 + Int64(plistBytes.count) * 2 + 4096
+        return ZipCentralDirectory.fits(entryCount: items.count + 1, bytes: headers + data)
+    }
+
     /// Regular files under Contents/ that will be written.
     public var fileCount: Int { items.count { $0.kind == .file } }
     /// Their total size.
@@ -465,6 +473,14 @@ public enum Builder {
     public static func write(_ plan: BuildPlan, options: BuildOptions, progress: ProgressHandler? = nil) throws(HCPackError)
         -> BuildResult
     {
+        try write(plan, options: options, progress: progress, assembling: true)
+    }
+
+    /// `write`; with `assembling` false a zip is written by one libarchive writer on this thread (tests compare
+    /// the two).
+    static func write(_ plan: BuildPlan, options: BuildOptions, progress: ProgressHandler?, assembling: Bool) throws(HCPackError)
+        -> BuildResult
+    {
         guard plan.isValid else {
             throw HCPackError(
                 .invalidPackage, "\(plan.source): the package has \(plan.report.problems.errorCount) errors; nothing was written",
@@ -481,6 +497,10 @@ public enum Builder {
 
         let sink: PackageSink
         let temporary: String
+        // Deflating builds make their small files' entries on every core (`PreparedEntries`), where the zip
+        // can be assembled; a stored build has little CPU work per byte to share.
+        let assembles = assembling && plan.format == .zip && options.compression != .store && plan.fitsAssembledZip
+        let preparedItems = assembles ? plan.items.filter { $0.kind == .file && $0.size <= PreparedEntries.largestFile } : []
         // Pending digests: prepare's hashing, unless an earlier write took its results.
         let sourceHashing =
             plan.digestsPending
@@ -495,7 +515,7 @@ public enum Builder {
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch)
+                    modificationTime: options.sourceDateEpoch, assembling: assembles)
             } catch {
                 Descriptor.release(descriptor)
                 FileSystem.removeFile(temporary)
@@ -508,7 +528,16 @@ public enum Builder {
         }
 
         var tracker = ProgressTracker(handler: progress, totalBytes: plan.contentBytes, totalFiles: plan.fileCount)
-        let reader = SourceReader(plan.items, root: plan.source, compression: options.compression) { sink.afterWritten($0) }
+        let prepared =
+            preparedItems.isEmpty
+            ? nil
+            : PreparedEntries(
+                preparedItems, root: plan.source, compression: options.compression, modificationTime: options.sourceDateEpoch)
+        defer { prepared?.cancel() }
+        let isPrepared = { (item: BuildPlan.Item) in prepared != nil && item.kind == .file && item.size <= PreparedEntries.largestFile }
+        let reader = SourceReader(plan.items.filter { !isPrepared($0) }, root: plan.source, compression: options.compression) {
+            sink.afterWritten($0)
+        }
         defer { reader.cancel() }
         // Pending digests: the plist is written once all are known, whole and first, so the archive is hashed
         // as it is written; reserving it and hashing the archive afterwards left a serial tail (issue 16).
@@ -533,6 +562,10 @@ public enum Builder {
         for item in plan.items {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
+            } else if let prepared, isPrepared(item), let archive = sink as? ArchiveSink {
+                try archive.add(try prepared.next())
+                tracker.advance(bytes: item.size)
+                tracker.finishFile()
             } else {
                 try copy(item, from: reader, into: sink, tracker: &tracker)
             }

@@ -18,7 +18,9 @@ public enum CompressionPolicy: String, Sendable, CaseIterable {
     public static let entropyThreshold = 7.5
 
     /// The compression for a file whose first bytes are `head` (at most `sampleLength` of them are read).
+    /// An empty file is stored whatever the policy: there is nothing to deflate.
     public func choose(head: UnsafeRawBufferPointer) -> EntryCompression {
+        if head.isEmpty { return .store }
         switch self {
         case .store: return .store
         case .deflate: return .deflate

@@ -34,10 +34,17 @@ extension PackageSink {
 ///
 /// The summary's SHA-256 of the archive is taken as it is written, by the output's hashing thread (off this
 /// thread, which runs libarchive and its deflate).
+///
+/// An assembled zip (`assembling`) is written entry by entry, each by a `ZipEntryWriter` of its own, so that
+/// entries made on other cores (`PreparedEntries`) can go in between (`add`); the sink writes the central
+/// directory. Same bytes as one writer's: see `ZipEntryWriter`.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
+    /// Assembling: the current entry's writer, where its local header starts, and the records so far.
+    private var entryWriter: (writer: ZipEntryWriter, start: Int64)?
+    private var directory: ZipCentralDirectory?
     private let output: String
     private let modificationTime: Int64
     /// Writes and hashes the stream through a duplicate of `descriptor`, which it closes.
@@ -53,13 +60,21 @@ final class ArchiveSink: PackageSink {
     /// The archive's SHA-256, once `finish` has run.
     private(set) var digest: [UInt8]?
 
-    init(descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64) throws(HCPackError) {
+    /// - Parameter assembling: a zip written entry by entry (format `.zip` only), which `add` can also take
+    ///   entries made elsewhere; it must fit `ZipCentralDirectory.fits`.
+    init(
+        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, assembling: Bool = false
+    ) throws(HCPackError) {
         self.descriptor = descriptor
         self.output = output
         self.modificationTime = modificationTime
         stream = ArchiveOutput(
             descriptor: try Descriptor.duplicate(descriptor, path: output), path: output)
         diskSync = ProgressiveSync(descriptor, path: output)
+        if assembling && format == .zip {
+            directory = ZipCentralDirectory()
+            return
+        }
         do {
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
                 try self.emit(bytes)
@@ -70,21 +85,33 @@ final class ArchiveSink: PackageSink {
         }
     }
 
-    /// Hands archive bytes to the output; fails libarchive once a write on its thread has failed.
+    /// A file's header as every build writes it.
+    static func fileEntry(
+        _ path: String, size: Int64, compression: EntryCompression, modificationTime: Int64
+    ) -> ArchiveWriteEntry {
+        ArchiveWriteEntry(
+            path: path, kind: .file, size: size, permissions: 0o644, modificationTime: modificationTime,
+            compression: compression)
+    }
+
+    /// Hands archive bytes to the output, lent when they lie in the bytes `write` was given; fails libarchive
+    /// once a write on its thread has failed.
     private func emit(_ bytes: UnsafeRawBufferPointer) throws(ArchiveError) {
+        var isLent = false
+        if let lendable, let base = bytes.baseAddress, let start = lendable.baseAddress {
+            isLent = base >= start && base + bytes.count <= start + lendable.count
+        }
+        try emitChecked(bytes, lent: isLent)
+    }
+
+    private func emitChecked(_ bytes: UnsafeRawBufferPointer, lent: Bool) throws(ArchiveError) {
         do {
             try stream.check()
         } catch {
             writeFailure = error
             throw ArchiveError(.io, error.message)
         }
-        if let lendable, let base = bytes.baseAddress, let start = lendable.baseAddress,
-            base >= start, base + bytes.count <= start + lendable.count
-        {
-            stream.write(lent: bytes)
-        } else {
-            stream.write(bytes)
-        }
+        if lent { stream.write(lent: bytes) } else { stream.write(bytes) }
         bytesWritten += Int64(bytes.count)
     }
 
@@ -94,35 +121,78 @@ final class ArchiveSink: PackageSink {
     }
 
     func addFolder(_ path: String) throws(HCPackError) {
-        try archive { () throws(ArchiveError) in
-            try writer?.begin(
-                ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
-        }
+        try begin(ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
+        if directory != nil { try endFile() }
     }
 
     func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
+        try begin(Self.fileEntry(path, size: size, compression: compression, modificationTime: modificationTime))
+    }
+
+    private func begin(_ entry: ArchiveWriteEntry) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
-            try writer?.begin(
-                ArchiveWriteEntry(
-                    path: path, kind: .file, size: size, permissions: 0o644, modificationTime: modificationTime,
-                    compression: compression))
+            guard directory != nil else {
+                try writer?.begin(entry)
+                return
+            }
+            let start = bytesWritten
+            let entryWriter = try ZipEntryWriter(entry) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
+                try self.emit(bytes)
+            }
+            self.entryWriter = (entryWriter, start)
         }
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError) {
         lendable = bytes
         defer { lendable = nil }
-        try archive { () throws(ArchiveError) in try writer?.write(bytes) }
+        try archive { () throws(ArchiveError) in
+            if let entryWriter { try entryWriter.writer.write(bytes) } else { try writer?.write(bytes) }
+        }
     }
 
-    func endFile() throws(HCPackError) {}
+    func endFile() throws(HCPackError) {
+        guard let (entryWriter, start) = entryWriter else { return }
+        self.entryWriter = nil
+        try archive { () throws(ArchiveError) in
+            try directory?.append(try entryWriter.finish(), localHeaderOffset: start)
+        }
+    }
+
+    /// Adds an entry made elsewhere (assembling only). Its bytes are lent to the output's threads, not copied,
+    /// when that saves more than the hand-over costs.
+    func add(_ entry: PreparedEntries.Entry) throws(HCPackError) {
+        let start = bytesWritten
+        let bytes = entry.local.bytes
+        if bytes.count >= Self.smallestLent {
+            try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: true) }
+            let record = entry.local
+            stream.afterWritten { withExtendedLifetime(record) {} }
+        } else {
+            try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: false) }
+        }
+        try archive { () throws(ArchiveError) in try directory?.append(entry.central, localHeaderOffset: start) }
+    }
+
+    /// Entries smaller than this are copied into the output's buffers: waking its threads for each costs more.
+    private static let smallestLent = 64 << 10
 
     func afterWritten(_ action: @escaping @Sendable () -> Void) {
         stream.afterWritten(action)
     }
 
     func finish() throws(HCPackError) {
-        try archive { () throws(ArchiveError) in try writer?.finish() }
+        try archive { () throws(ArchiveError) in
+            try writer?.finish()
+            if let directory {
+                let ending = try directory.ending(at: bytesWritten)
+                var failure: ArchiveError?
+                ending.withUnsafeBytes { bytes in
+                    do throws(ArchiveError) { try emitChecked(bytes, lent: false) } catch { failure = error }
+                }
+                if let failure { throw failure }
+            }
+        }
         writer = nil
         // The output's close also sets the mode: owner-readable mkstemp mode becomes an ordinary file's,
         // whatever the umask.

@@ -126,10 +126,7 @@ final class SourceReader: @unchecked Sendable {
     // MARK: The reading thread
 
     private func read(_ item: BuildPlan.Item, root: String, compression: CompressionPolicy) throws(HCPackError) {
-        let path = item.sourceRelative.isEmpty ? root : root + "/" + item.sourceRelative
-        let file = try OpenFile(reading: path)
-        let changed = Builder.changedError(path)
-        guard let stamp = item.stamp, try file.stamp() == stamp else { throw changed }
+        let source = try PlannedSource(item, root: root)
         // The compression is chosen from one piece holding the file's first `sampleLength` bytes (all of a
         // smaller file), as it was from the first 1 MiB read: the same choice.
         let head = Int(min(item.size, Int64(CompressionPolicy.sampleLength)))
@@ -140,7 +137,7 @@ final class SourceReader: @unchecked Sendable {
             guard let (slot, used) = try takeSpace() else { return }
             let wanted = Int(min(remaining, Int64(Self.slotSize - used)))
             let space = UnsafeMutableRawBufferPointer(rebasing: slots[slot][used..<(used + wanted)])
-            let count = try fill(space, from: file)
+            let count = try source.fill(space)
             if !begun {
                 batch.append(.begin(compression.choose(head: UnsafeRawBufferPointer(rebasing: space[..<count]))))
                 begun = true
@@ -152,25 +149,8 @@ final class SourceReader: @unchecked Sendable {
             if count < wanted { break }  // ended early: the file shrank
         }
         if !begun { batch.append(.begin(.store)) }
-        // Past the planned size there must be nothing more, and the stamp must still be the planned one.
-        var probe: UInt8 = 0
-        let more = try withUnsafeMutableBytes(of: &probe) { (byte) throws(HCPackError) in
-            try Descriptor.read(file.descriptor, into: byte, path: path)
-        }
-        guard remaining == 0, more == 0, try file.stamp() == stamp else { throw changed }
+        try source.checkEnd(remaining: remaining)
         batch.append(.end)
-    }
-
-    /// Reads until `buffer` is full or the file ends; the count read.
-    private func fill(_ buffer: UnsafeMutableRawBufferPointer, from file: OpenFile) throws(HCPackError) -> Int {
-        var count = 0
-        while count < buffer.count {
-            let read = try Descriptor.read(
-                file.descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]), path: file.path)
-            if read == 0 { break }
-            count += read
-        }
-        return count
     }
 
     /// The slot being filled and how much of it is used, taking a free one when needed; nil once cancelled.
@@ -192,5 +172,42 @@ final class SourceReader: @unchecked Sendable {
         shared.withLock { $0.append(contentsOf: batch) }
         batch.removeAll(keepingCapacity: true)
         ready.signal()
+    }
+}
+
+/// A build's source file, opened to be copied into the package: still the file `prepare` hashed (its `fstat`
+/// stamp), and, once read, no longer than planned and unchanged meanwhile (`checkEnd`).
+struct PlannedSource {
+    let file: OpenFile
+    let stamp: FileStamp
+    let path: String
+
+    /// Opens the item's source; throws `Builder.changedError` when it is not the planned file any more.
+    init(_ item: BuildPlan.Item, root: String) throws(HCPackError) {
+        path = item.sourceRelative.isEmpty ? root : root + "/" + item.sourceRelative
+        file = try OpenFile(reading: path)
+        guard let stamp = item.stamp, try file.stamp() == stamp else { throw Builder.changedError(path) }
+        self.stamp = stamp
+    }
+
+    /// Reads until `buffer` is full or the file ends; the count read.
+    func fill(_ buffer: UnsafeMutableRawBufferPointer) throws(HCPackError) -> Int {
+        var count = 0
+        while count < buffer.count {
+            let read = try Descriptor.read(
+                file.descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]), path: path)
+            if read == 0 { break }
+            count += read
+        }
+        return count
+    }
+
+    /// Checks the read is whole: `remaining` of the planned size is 0, nothing follows, the stamp is the planned one.
+    func checkEnd(remaining: Int64) throws(HCPackError) {
+        var probe: UInt8 = 0
+        let more = try withUnsafeMutableBytes(of: &probe) { (byte) throws(HCPackError) in
+            try Descriptor.read(file.descriptor, into: byte, path: path)
+        }
+        guard remaining == 0, more == 0, try file.stamp() == stamp else { throw Builder.changedError(path) }
     }
 }
