@@ -101,7 +101,17 @@ public struct ZipCentralDirectory: Sendable {
     private var bytes: [UInt8] = []
     private var count = 0
 
-    public init() {}
+    /// - Parameter capacity: the records' expected total size, reserved up front: a directory grown by
+    ///   doubling held up to twice its size (26,000 entries: 3 MB) and copied it at each step.
+    public init(reservingCapacity capacity: Int = 0) {
+        bytes.reserveCapacity(capacity + ZipCentralRecord.endLength)
+    }
+
+    /// The size of the central record libarchive writes for an entry named with `nameLength` bytes: the fixed
+    /// part, the name, and its "UT" (9 bytes) and "ux" (15 bytes) extra fields.
+    public static func recordLength(nameLength: Int) -> Int {
+        ZipCentralRecord.fixedLength + nameLength + 24
+    }
 
     /// Largest offset or size a plain (not zip64) directory holds.
     static let maxField: Int64 = 0xFFFF_FFFE
@@ -126,18 +136,24 @@ public struct ZipCentralDirectory: Sendable {
         count += 1
     }
 
-    /// The records and the end record, for a directory that starts `offset` bytes into the archive.
+    /// The records and the end record, for a directory that starts `offset` bytes into the archive; the
+    /// directory is left empty (its bytes are moved out, not copied).
     /// - Throws: `.usage` past the limits of `fits`.
-    public func ending(at offset: Int64) throws(ArchiveError) -> [UInt8] {
+    public mutating func finish(at offset: Int64) throws(ArchiveError) -> [UInt8] {
         guard offset >= 0, offset <= Self.maxField, Int64(bytes.count) <= Self.maxField else {
             throw ArchiveError(.usage, "an assembled zip's directory must start below 4 GiB; write it whole")
         }
-        var end = [UInt8](repeating: 0, count: ZipCentralRecord.endLength)
-        end.storeUInt32(ZipCentralRecord.endSignature, at: 0)
-        end.storeUInt16(UInt16(count), at: 8)
-        end.storeUInt16(UInt16(count), at: 10)
-        end.storeUInt32(UInt32(bytes.count), at: 12)
-        end.storeUInt32(UInt32(offset), at: 16)
-        return bytes + end
+        let size = bytes.count
+        let start = bytes.count
+        bytes += [UInt8](repeating: 0, count: ZipCentralRecord.endLength)
+        bytes.storeUInt32(ZipCentralRecord.endSignature, at: start)
+        bytes.storeUInt16(UInt16(count), at: start + 8)
+        bytes.storeUInt16(UInt16(count), at: start + 10)
+        bytes.storeUInt32(UInt32(size), at: start + 12)
+        bytes.storeUInt32(UInt32(offset), at: start + 16)
+        let finished = bytes
+        bytes = []
+        count = 0
+        return finished
     }
 }

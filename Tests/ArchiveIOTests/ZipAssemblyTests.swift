@@ -32,7 +32,7 @@ struct ZipAssemblyTests {
             if entry.kind == .file { try (Fixture.contents[entry.path] ?? []).withUnsafeBytes { data in try writer.write(data) } }
             try directory.append(try writer.finish(), localHeaderOffset: start)
         }
-        bytes += try directory.ending(at: Int64(bytes.count))
+        bytes += try directory.finish(at: Int64(bytes.count))
         return bytes
     }
 
@@ -65,10 +65,10 @@ struct ZipAssemblyTests {
         let record = try ZipCentralRecord(trailer: Array(one[Int(one.uint32(one.count - 22 + 16))...]), path: "one")
         var directory = ZipCentralDirectory()
         #expect(throws: ArchiveError.self) { try directory.append(record, localHeaderOffset: 1 << 32) }
-        #expect(throws: ArchiveError.self) { try directory.ending(at: 1 << 32) }
+        #expect(throws: ArchiveError.self) { try directory.finish(at: 1 << 32) }
         for _ in 0..<ZipCentralDirectory.maxEntries { try directory.append(record, localHeaderOffset: 0) }
         #expect(throws: ArchiveError.self) { try directory.append(record, localHeaderOffset: 0) }
-        let ending = try directory.ending(at: 0)
+        let ending = try directory.finish(at: 0)
         #expect(ending.uint16(ending.count - 22 + 10) == UInt16(ZipCentralDirectory.maxEntries))
     }
 }

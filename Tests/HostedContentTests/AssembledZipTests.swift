@@ -66,6 +66,10 @@ struct AssembledZipTests {
         let sameBytes = bytes == folder.read("b.zip")  // not the arrays themselves: a failure would print them
         #expect(sameBytes)
         #expect(assembled.sha256 == single.sha256)
+        // The directory's size reserved up front is the size written (the end record says it).
+        let end = bytes.count - 22
+        let directorySize = Int(bytes[end + 12]) | Int(bytes[end + 13]) << 8 | Int(bytes[end + 14]) << 16 | Int(bytes[end + 15]) << 24
+        #expect(directorySize == plan.centralDirectorySize)
         #expect(assembled.sha256 == Digest.Hasher.digest(.sha256, of: bytes).hexString)
         #expect(try Verifier.verify(folder.url("a.zip")).isValid())
         let built = builtFiles(folder.url("a.zip"), format: .zip, scratch: folder)

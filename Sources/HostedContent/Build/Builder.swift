@@ -115,6 +115,13 @@ public struct BuildPlan: Sendable {
         return ZipCentralDirectory.fits(entryCount: items.count + 1, bytes: headers + data)
     }
 
+    /// The size of the zip's central directory, as libarchive writes it (folder names end in "/").
+    var centralDirectorySize: Int {
+        items.reduce(ZipCentralDirectory.recordLength(nameLength: ContentInfo.fileName.utf8.count)) {
+            $0 + ZipCentralDirectory.recordLength(nameLength: $1.path.utf8.count + ($1.kind == .directory ? 1 : 0))
+        }
+    }
+
     /// Regular files under Contents/ that will be written.
     public var fileCount: Int { items.count { $0.kind == .file } }
     /// Their total size.
@@ -500,7 +507,9 @@ public enum Builder {
         // Deflating builds make their small files' entries on every core (`PreparedEntries`), where the zip
         // can be assembled; a stored build has little CPU work per byte to share.
         let assembles = assembling && plan.format == .zip && options.compression != .store && plan.fitsAssembledZip
-        let preparedItems = assembles ? plan.items.filter { $0.kind == .file && $0.size <= PreparedEntries.largestFile } : []
+        let isPrepared = { @Sendable (item: BuildPlan.Item) in
+            assembles && item.kind == .file && item.size <= PreparedEntries.largestFile
+        }
         // Pending digests: prepare's hashing, unless an earlier write took its results.
         let sourceHashing =
             plan.digestsPending
@@ -515,7 +524,7 @@ public enum Builder {
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch, assembling: assembles)
+                    modificationTime: options.sourceDateEpoch, assembling: assembles ? plan.centralDirectorySize : nil)
             } catch {
                 Descriptor.release(descriptor)
                 FileSystem.removeFile(temporary)
@@ -529,12 +538,11 @@ public enum Builder {
 
         var tracker = ProgressTracker(handler: progress, totalBytes: plan.contentBytes, totalFiles: plan.fileCount)
         let prepared =
-            preparedItems.isEmpty
-            ? nil
-            : PreparedEntries(
-                preparedItems, root: plan.source, compression: options.compression, modificationTime: options.sourceDateEpoch)
+            assembles
+            ? PreparedEntries(
+                plan.items, including: isPrepared, root: plan.source, compression: options.compression,
+                modificationTime: options.sourceDateEpoch) : nil
         defer { prepared?.cancel() }
-        let isPrepared = { (item: BuildPlan.Item) in prepared != nil && item.kind == .file && item.size <= PreparedEntries.largestFile }
         let reader = SourceReader(plan.items.filter { !isPrepared($0) }, root: plan.source, compression: options.compression) {
             sink.afterWritten($0)
         }
@@ -559,11 +567,11 @@ public enum Builder {
             try sink.write(plan.plistBytes)
         }
         try sink.endFile()
-        for item in plan.items {
+        for (index, item) in plan.items.enumerated() {
             if item.kind == .directory {
                 try sink.addFolder(item.path)
             } else if let prepared, isPrepared(item), let archive = sink as? ArchiveSink {
-                try archive.add(try prepared.next())
+                try archive.add(try prepared.entry(of: index))
                 tracker.advance(bytes: item.size)
                 tracker.finishFile()
             } else {

@@ -61,9 +61,10 @@ final class ArchiveSink: PackageSink {
     private(set) var digest: [UInt8]?
 
     /// - Parameter assembling: a zip written entry by entry (format `.zip` only), which `add` can also take
-    ///   entries made elsewhere; it must fit `ZipCentralDirectory.fits`.
+    ///   entries made elsewhere; it must fit `ZipCentralDirectory.fits`. Its value: the central directory's
+    ///   expected size.
     init(
-        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, assembling: Bool = false
+        descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, assembling: Int? = nil
     ) throws(HCPackError) {
         self.descriptor = descriptor
         self.output = output
@@ -71,8 +72,8 @@ final class ArchiveSink: PackageSink {
         stream = ArchiveOutput(
             descriptor: try Descriptor.duplicate(descriptor, path: output), path: output)
         diskSync = ProgressiveSync(descriptor, path: output)
-        if assembling && format == .zip {
-            directory = ZipCentralDirectory()
+        if let directorySize = assembling, format == .zip {
+            directory = ZipCentralDirectory(reservingCapacity: directorySize)
             return
         }
         do {
@@ -184,8 +185,7 @@ final class ArchiveSink: PackageSink {
     func finish() throws(HCPackError) {
         try archive { () throws(ArchiveError) in
             try writer?.finish()
-            if let directory {
-                let ending = try directory.ending(at: bytesWritten)
+            if directory != nil, let ending = try directory?.finish(at: bytesWritten) {
                 var failure: ArchiveError?
                 ending.withUnsafeBytes { bytes in
                     do throws(ArchiveError) { try emitChecked(bytes, lent: false) } catch { failure = error }

@@ -55,6 +55,7 @@ final class PreparedEntries: @unchecked Sendable {
     }
 
     private let items: [BuildPlan.Item]
+    private let isIncluded: @Sendable (BuildPlan.Item) -> Bool
     private let root: String
     private let compression: CompressionPolicy
     private let modificationTime: Int64
@@ -67,17 +68,19 @@ final class PreparedEntries: @unchecked Sendable {
     private let stopped = DispatchGroup()
     private let workerCount: Int
 
-    // The assembling thread's own.
-    private var taken = 0
-
-    /// Starts making the entries of `items` (small files, in archive order), relative to `root`.
-    init(_ items: [BuildPlan.Item], root: String, compression: CompressionPolicy, modificationTime: Int64) {
+    /// Starts making the entries of the `items` that `isIncluded` picks (small files), relative to `root`.
+    /// The items are shared, not copied: at 26,000 files a filtered copy was 2.6 MB.
+    init(
+        _ items: [BuildPlan.Item], including isIncluded: @escaping @Sendable (BuildPlan.Item) -> Bool, root: String,
+        compression: CompressionPolicy, modificationTime: Int64
+    ) {
         self.items = items
+        self.isIncluded = isIncluded
         self.root = root
         self.compression = compression
         self.modificationTime = modificationTime
         for _ in 0..<Self.aheadCount { ahead.signal() }
-        workerCount = items.isEmpty ? 0 : min(items.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        workerCount = items.contains(where: isIncluded) ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 0
         for number in 0..<workerCount {
             stopped.enter()
             let thread = Thread { [self] in
@@ -89,10 +92,9 @@ final class PreparedEntries: @unchecked Sendable {
         }
     }
 
-    /// The next entry, in the order of the items; waits for it. Throws the error its file met.
-    func next() throws(HCPackError) -> Entry {
-        let index = taken
-        taken += 1
+    /// The entry of `items[index]`, an included item; waits for it. Throws the error its file met. Entries are
+    /// taken in the order of the items.
+    func entry(of index: Int) throws(HCPackError) -> Entry {
         condition.lock()
         while results[index] == nil { condition.wait() }
         let result = results.removeValue(forKey: index)
@@ -120,6 +122,7 @@ final class PreparedEntries: @unchecked Sendable {
         while true {
             ahead.wait()
             condition.lock()
+            while nextIndex < items.count && !isIncluded(items[nextIndex]) { nextIndex += 1 }
             let index = nextIndex
             let proceed = !isCancelled && index < items.count
             if proceed { nextIndex += 1 }
