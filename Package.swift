@@ -26,7 +26,7 @@ let package = Package(
 
         // Command line: parsing, rendering, exit codes.
         .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
-        .executableTarget(name: "hcpack", dependencies: ["HCPackCLI"]),
+        .executableTarget(name: "hcpack", dependencies: ["HCPackCLI", "FileSystemIO"]),
 
         // An example of the library used from outside: only HostedContent's public API (docs/library.md).
         .executableTarget(name: "hcpack-library-example", dependencies: ["HostedContent"], path: "examples/LibraryUsage"),

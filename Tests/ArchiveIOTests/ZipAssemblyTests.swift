@@ -2,13 +2,19 @@
 import Foundation
 import Testing
 
-/// An archive assembled from one-entry zips (`ZipEntryWriter`) and a central directory written by hcpack
-/// (`ZipCentralDirectory`) is byte for byte the archive one `ArchiveWriter` writes.
-@Suite("ZipEntryWriter and ZipCentralDirectory")
+/// An archive assembled from runs of entries written apart (`ZipRunWriter`) and a central directory written
+/// by hcpack (`ZipCentralDirectory`) is byte for byte the archive one `ArchiveWriter` writes.
+@Suite("ZipRunWriter and ZipCentralDirectory")
 struct ZipAssemblyTests {
     typealias Fixture = ArchiveWriterTests
 
-    /// The archive one writer makes of `Fixture.entries`, in memory.
+    /// An entry's data: the fixture's, also for its copy under "again/".
+    static func data(_ entry: ArchiveWriteEntry) -> [UInt8] {
+        let path = entry.path.hasPrefix("again/") ? String(entry.path.dropFirst("again/".count)) : entry.path
+        return Fixture.contents[path] ?? []
+    }
+
+    /// The archive one writer makes of `entries`, in memory.
     static func wholeArchive(_ entries: [ArchiveWriteEntry]) throws -> [UInt8] {
         var bytes: [UInt8] = []
         let writer = try ArchiveWriter(format: .zip) { (chunk: UnsafeRawBufferPointer) throws(ArchiveError) in
@@ -16,58 +22,84 @@ struct ZipAssemblyTests {
         }
         for entry in entries {
             try writer.begin(entry)
-            if entry.kind == .file { try (Fixture.contents[entry.path] ?? []).withUnsafeBytes { data in try writer.write(data) } }
+            if entry.kind == .file { try data(entry).withUnsafeBytes { chunk in try writer.write(chunk) } }
         }
         try writer.finish()
         return bytes
     }
 
-    /// The same entries, each written by a `ZipEntryWriter`, the directory by `ZipCentralDirectory`.
-    static func assembledArchive(_ entries: [ArchiveWriteEntry]) throws -> [UInt8] {
+    /// The same entries, the `n`-th written by run `n % runCount`, the local records put together in order and
+    /// the directory written by `ZipCentralDirectory`.
+    static func assembledArchive(_ entries: [ArchiveWriteEntry], runCount: Int) throws -> [UInt8] {
+        let runs = try (0..<runCount).map { _ in try ZipRunWriter() }
+        var locals: [[UInt8]] = []
+        for (index, entry) in entries.enumerated() {
+            var local: [UInt8] = []
+            let run = runs[index % runCount]
+            try run.begin(entry) { (chunk: UnsafeRawBufferPointer) throws(ArchiveError) in local += chunk }
+            if entry.kind == .file { try data(entry).withUnsafeBytes { chunk in try run.write(chunk) } }
+            try run.end()
+            locals.append(local)
+        }
+        let records = try runs.map { try $0.finish() }
         var bytes: [UInt8] = []
         var directory = ZipCentralDirectory()
-        for entry in entries {
-            let start = Int64(bytes.count)
-            let writer = try ZipEntryWriter(entry) { (chunk: UnsafeRawBufferPointer) throws(ArchiveError) in bytes += chunk }
-            if entry.kind == .file { try (Fixture.contents[entry.path] ?? []).withUnsafeBytes { data in try writer.write(data) } }
-            try directory.append(try writer.finish(), localHeaderOffset: start)
+        for (index, local) in locals.enumerated() {
+            try directory.append(records[index % runCount], index / runCount, localHeaderOffset: Int64(bytes.count))
+            bytes += local
         }
         bytes += try directory.finish(at: Int64(bytes.count))
         return bytes
     }
 
-    @Test("Assembled entries give the single writer's bytes, folders, stored, deflated and empty files included")
-    func sameBytes() throws {
-        let whole = try Self.wholeArchive(Fixture.entries)
-        #expect(try Self.assembledArchive(Fixture.entries) == whole)
-        #expect(try Self.assembledArchive(Fixture.entries.reversed()) == Self.wholeArchive(Fixture.entries.reversed()))
+    @Test("Assembled runs give the single writer's bytes, folders, stored, deflated and empty files included", arguments: [1, 2, 3])
+    func sameBytes(runCount: Int) throws {
+        let entries = Fixture.entries + Fixture.entries.reversed().map { entry in
+            var copy = entry
+            copy.path = "again/" + entry.path
+            return copy
+        }
+        let whole = try Self.wholeArchive(entries)
+        let same = try Self.assembledArchive(entries, runCount: runCount) == whole
+        #expect(same)
     }
 
-    @Test("A central record is taken only from one record and its end record, at offset 0")
+    @Test("A run's records are taken only when there is one per entry, at its offset, then one end record")
     func strictTrailer() throws {
         let two = try Self.wholeArchive(Array(Fixture.entries.prefix(2)))
         let directoryStart = Int(two.uint32(two.count - 22 + 16))
         let trailer = Array(two[directoryStart...])
-        #expect(throws: ArchiveError.self) { try ZipCentralRecord(trailer: trailer, path: "two") }
-        let one = try Self.wholeArchive(Array(Fixture.entries.prefix(1)))
-        let oneTrailer = Array(one[Int(one.uint32(one.count - 22 + 16))...])
-        let record = try ZipCentralRecord(trailer: oneTrailer, path: "one")
-        #expect(record.localRecordLength == Int64(one.count - oneTrailer.count))
-        var moved = oneTrailer
-        moved.storeUInt32(100, at: 42)
-        #expect(throws: ArchiveError.self) { try ZipCentralRecord(trailer: moved, path: "moved") }
-        #expect(throws: ArchiveError.self) { try ZipCentralRecord(trailer: Array(oneTrailer.dropLast()), path: "cut") }
+        let firstLength = 46 + Int(trailer.uint16(28)) + Int(trailer.uint16(30)) + Int(trailer.uint16(32))
+        let second = Int64(trailer.uint32(firstLength + 42))
+        #expect(second > 0)
+        let starts: [(offset: Int64, path: String)] = [(0, "a"), (second, "b")]
+        let records = try ZipCentralRecords(splitting: trailer, starts: starts, runLength: Int64(directoryStart))
+        #expect(records.count == 2)
+        #expect(throws: ArchiveError.self) {
+            try ZipCentralRecords(splitting: trailer, starts: Array(starts.prefix(1)), runLength: Int64(directoryStart))
+        }
+        #expect(throws: ArchiveError.self) {
+            try ZipCentralRecords(splitting: trailer, starts: [(0, "a"), (second + 1, "b")], runLength: Int64(directoryStart))
+        }
+        #expect(throws: ArchiveError.self) {
+            try ZipCentralRecords(splitting: Array(trailer.dropLast()), starts: starts, runLength: Int64(directoryStart))
+        }
+        #expect(throws: ArchiveError.self) {
+            try ZipCentralRecords(splitting: trailer, starts: starts, runLength: Int64(directoryStart) + 1)
+        }
     }
 
     @Test("The directory refuses what a plain end record cannot count")
     func limits() throws {
-        let one = try Self.wholeArchive(Array(Fixture.entries.prefix(1)))
-        let record = try ZipCentralRecord(trailer: Array(one[Int(one.uint32(one.count - 22 + 16))...]), path: "one")
+        let run = try ZipRunWriter()
+        try run.begin(Fixture.entries[1]) { (_: UnsafeRawBufferPointer) throws(ArchiveError) in }
+        try run.end()
+        let records = try run.finish()
         var directory = ZipCentralDirectory()
-        #expect(throws: ArchiveError.self) { try directory.append(record, localHeaderOffset: 1 << 32) }
+        #expect(throws: ArchiveError.self) { try directory.append(records, 0, localHeaderOffset: 1 << 32) }
         #expect(throws: ArchiveError.self) { try directory.finish(at: 1 << 32) }
-        for _ in 0..<ZipCentralDirectory.maxEntries { try directory.append(record, localHeaderOffset: 0) }
-        #expect(throws: ArchiveError.self) { try directory.append(record, localHeaderOffset: 0) }
+        for _ in 0..<ZipCentralDirectory.maxEntries { try directory.append(records, 0, localHeaderOffset: 0) }
+        #expect(throws: ArchiveError.self) { try directory.append(records, 0, localHeaderOffset: 0) }
         let ending = try directory.finish(at: 0)
         #expect(ending.uint16(ending.count - 22 + 10) == UInt16(ZipCentralDirectory.maxEntries))
     }

@@ -507,7 +507,7 @@ public enum Builder {
         // Deflating builds make their small files' entries on every core (`PreparedEntries`), where the zip
         // can be assembled; a stored build has little CPU work per byte to share.
         let assembles = assembling && plan.format == .zip && options.compression != .store && plan.fitsAssembledZip
-        let isPrepared = { @Sendable (item: BuildPlan.Item) in
+        let isPrepared = { (item: BuildPlan.Item) in
             assembles && item.kind == .file && item.size <= PreparedEntries.largestFile
         }
         // Pending digests: prepare's hashing, unless an earlier write took its results.
@@ -578,6 +578,7 @@ public enum Builder {
                 try copy(item, from: reader, into: sink, tracker: &tracker)
             }
         }
+        if let prepared, let archive = sink as? ArchiveSink { archive.placeRuns(try prepared.centralRecords()) }
         try sink.finish()
         if plan.format == .zip {
             // Read back the zip's records: what verify and install will check, checked before the output exists.

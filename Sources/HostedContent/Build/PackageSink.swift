@@ -35,16 +35,27 @@ extension PackageSink {
 /// The summary's SHA-256 of the archive is taken as it is written, by the output's hashing thread (off this
 /// thread, which runs libarchive and its deflate).
 ///
-/// An assembled zip (`assembling`) is written entry by entry, each by a `ZipEntryWriter` of its own, so that
-/// entries made on other cores (`PreparedEntries`) can go in between (`add`); the sink writes the central
-/// directory. Same bytes as one writer's: see `ZipEntryWriter`.
+/// An assembled zip (`assembling`) is written as a run of this thread's entries (`ZipRunWriter`) with entries
+/// made on other cores (`PreparedEntries`) in between (`add`); the sink writes the central directory from all
+/// runs' records. Same bytes as one writer's: see `ZipRunWriter`.
 final class ArchiveSink: PackageSink {
     private let descriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
-    /// Assembling: the current entry's writer, where its local header starts, and the records so far.
-    private var entryWriter: (writer: ZipEntryWriter, start: Int64)?
-    private var directory: ZipCentralDirectory?
+    /// Assembling: this thread's run, where each entry's local header is and which run's record it has, the
+    /// directory's expected size, and the other runs' records (`placeRuns`).
+    private var run: ZipRunWriter?
+    private var placements: [Placement] = []
+    private var directorySize = 0
+    private var otherRuns: [ZipCentralRecords] = []
+    private var ownRunCount = 0
+
+    private struct Placement {
+        /// -1: this thread's run; else the worker's (`PreparedEntries.Entry.run`).
+        var run: Int32
+        var positionInRun: Int32
+        var offset: Int64
+    }
     private let output: String
     private let modificationTime: Int64
     /// Writes and hashes the stream through a duplicate of `descriptor`, which it closes.
@@ -72,11 +83,12 @@ final class ArchiveSink: PackageSink {
         stream = ArchiveOutput(
             descriptor: try Descriptor.duplicate(descriptor, path: output), path: output)
         diskSync = ProgressiveSync(descriptor, path: output)
-        if let directorySize = assembling, format == .zip {
-            directory = ZipCentralDirectory(reservingCapacity: directorySize)
-            return
-        }
         do {
+            if let directorySize = assembling, format == .zip {
+                self.directorySize = directorySize
+                run = try ZipRunWriter()
+                return
+            }
             writer = try ArchiveWriter(format: format) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
                 try self.emit(bytes)
             }
@@ -123,7 +135,7 @@ final class ArchiveSink: PackageSink {
 
     func addFolder(_ path: String) throws(HCPackError) {
         try begin(ArchiveWriteEntry(path: path, kind: .directory, permissions: 0o755, modificationTime: modificationTime))
-        if directory != nil { try endFile() }
+        try endFile()
     }
 
     func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
@@ -132,15 +144,13 @@ final class ArchiveSink: PackageSink {
 
     private func begin(_ entry: ArchiveWriteEntry) throws(HCPackError) {
         try archive { () throws(ArchiveError) in
-            guard directory != nil else {
+            guard let run else {
                 try writer?.begin(entry)
                 return
             }
-            let start = bytesWritten
-            let entryWriter = try ZipEntryWriter(entry) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in
-                try self.emit(bytes)
-            }
-            self.entryWriter = (entryWriter, start)
+            placements.append(Placement(run: -1, positionInRun: Int32(ownRunCount), offset: bytesWritten))
+            ownRunCount += 1
+            try run.begin(entry) { [unowned self] (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in try self.emit(bytes) }
         }
     }
 
@@ -148,22 +158,18 @@ final class ArchiveSink: PackageSink {
         lendable = bytes
         defer { lendable = nil }
         try archive { () throws(ArchiveError) in
-            if let entryWriter { try entryWriter.writer.write(bytes) } else { try writer?.write(bytes) }
+            if let run { try run.write(bytes) } else { try writer?.write(bytes) }
         }
     }
 
     func endFile() throws(HCPackError) {
-        guard let (entryWriter, start) = entryWriter else { return }
-        self.entryWriter = nil
-        try archive { () throws(ArchiveError) in
-            try directory?.append(try entryWriter.finish(), localHeaderOffset: start)
-        }
+        try archive { () throws(ArchiveError) in try run?.end() }
     }
 
     /// Adds an entry made elsewhere (assembling only). Its bytes are lent to the output's threads, not copied,
     /// when that saves more than the hand-over costs.
     func add(_ entry: PreparedEntries.Entry) throws(HCPackError) {
-        let start = bytesWritten
+        placements.append(Placement(run: Int32(entry.run), positionInRun: Int32(entry.positionInRun), offset: bytesWritten))
         let bytes = entry.local.bytes
         if bytes.count >= Self.smallestLent {
             try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: true) }
@@ -172,7 +178,31 @@ final class ArchiveSink: PackageSink {
         } else {
             try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: false) }
         }
-        try archive { () throws(ArchiveError) in try directory?.append(entry.central, localHeaderOffset: start) }
+    }
+
+    /// The central records of the runs whose entries `add` took (`PreparedEntries.centralRecords()`), by run.
+    func placeRuns(_ records: [ZipCentralRecords]) {
+        otherRuns = records
+    }
+
+    /// Every entry's central record, placed, then the end record; the runs' records are let go as it goes.
+    private func centralDirectory(ownRun: ZipCentralRecords) throws(ArchiveError) -> [UInt8] {
+        var directory = ZipCentralDirectory(reservingCapacity: directorySize)
+        for placement in placements {
+            let position = Int(placement.positionInRun)
+            if placement.run < 0 {
+                try directory.append(ownRun, position, localHeaderOffset: placement.offset)
+            } else {
+                let run = Int(placement.run)
+                guard run < otherRuns.count, position < otherRuns[run].count else {
+                    throw ArchiveError(.usage, "an assembled entry's central record is missing")
+                }
+                try directory.append(otherRuns[run], position, localHeaderOffset: placement.offset)
+            }
+        }
+        placements = []
+        otherRuns = []
+        return try directory.finish(at: bytesWritten)
     }
 
     /// Entries smaller than this are copied into the output's buffers: waking its threads for each costs more.
@@ -185,7 +215,8 @@ final class ArchiveSink: PackageSink {
     func finish() throws(HCPackError) {
         try archive { () throws(ArchiveError) in
             try writer?.finish()
-            if directory != nil, let ending = try directory?.finish(at: bytesWritten) {
+            if let run {
+                let ending = try centralDirectory(ownRun: try run.finish())
                 var failure: ArchiveError?
                 ending.withUnsafeBytes { bytes in
                     do throws(ArchiveError) { try emitChecked(bytes, lent: false) } catch { failure = error }

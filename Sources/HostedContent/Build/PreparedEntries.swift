@@ -4,25 +4,29 @@ import Foundation
 import Synchronization
 
 /// Makes the zip entries of a build's small files on every core, ahead of the thread that assembles the
-/// archive: each file is read (as planned: `PlannedSource`), its compression chosen, and libarchive writes
-/// it as a one-entry zip (`ZipEntryWriter`) into memory. libarchive deflates on the thread that calls it,
-/// and deflate was most of a build's CPU, on one core, while the other waited (bench/README.md, issue 16).
+/// archive: each file is read (as planned: `PlannedSource`), its compression chosen, and the worker's own
+/// libarchive writer (`ZipRunWriter`) writes its local record into memory; the central records come from each
+/// worker's writer at the end (`centralRecords()`). libarchive deflates on the thread that calls it, and
+/// deflate was most of a build's CPU, on one core, while the other waited (bench/README.md, issue 16).
 ///
 /// Entries come out in the order given (`next()`), whichever worker made them, and are the bytes a single
 /// writer makes, so the archive does not depend on the number of cores or on timing. Bounded memory: at
 /// most `aheadCount` entries of at most `largestFile` bytes each are made and not yet taken.
 final class PreparedEntries: @unchecked Sendable {
-    // @unchecked: `results` and `nextIndex` are behind `condition`; `items` and the settings never change.
+    // @unchecked: `results`, `nextBatch`, `isCancelled` and `runRecords` are behind `condition`; `items`,
+    // `included` and the settings never change; `taken` is the assembling thread's.
 
     /// A file larger than this is copied by the assembling thread, streamed: no whole copy in memory.
     static let largestFile: Int64 = 64 << 10
     /// How many entries may be made and not yet taken.
     static let aheadCount = 64
 
-    /// One file's entry: its local record (header, data, descriptor) and its central record.
+    /// One file's entry: its local record (header, data, descriptor), and where its central record is.
     struct Entry: Sendable {
         var local: RecordBytes
-        var central: ZipCentralRecord
+        /// The worker whose run wrote it, and its position in that run (`centralRecords()`).
+        var run: Int
+        var positionInRun: Int
         /// The file's size.
         var size: Int64
     }
@@ -55,36 +59,47 @@ final class PreparedEntries: @unchecked Sendable {
     }
 
     private let items: [BuildPlan.Item]
-    private let isIncluded: @Sendable (BuildPlan.Item) -> Bool
+    /// The positions in `items` of the files made here, in order.
+    private let included: [Int]
     private let root: String
     private let compression: CompressionPolicy
     private let modificationTime: Int64
     private let condition = NSCondition()
     private var results: [Int: Result<Entry, HCPackError>] = [:]
-    private var nextIndex = 0
+    /// The next batch of `included` to claim.
+    private var nextBatch = 0
     private var isCancelled = false
-    /// Places for entries made and not yet taken; made at 0 and signalled, as libdispatch wants.
+    /// Each worker's central records, once it has stopped.
+    private var runRecords: [Int: Result<ZipCentralRecords, HCPackError>] = [:]
+    /// Batches that may be claimed and not yet taken; made at 0 and signalled, as libdispatch wants.
     private let ahead = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
     private let workerCount: Int
 
+    // The assembling thread's own: how many entries it has taken.
+    private var taken = 0
+
+    /// Entries are claimed, made and handed over this many at a time: one lock and one wake-up per file cost
+    /// more than its copying (20,000 files of 4 KB: the workers were half idle).
+    static let batchSize = 8
+
     /// Starts making the entries of the `items` that `isIncluded` picks (small files), relative to `root`.
     /// The items are shared, not copied: at 26,000 files a filtered copy was 2.6 MB.
     init(
-        _ items: [BuildPlan.Item], including isIncluded: @escaping @Sendable (BuildPlan.Item) -> Bool, root: String,
+        _ items: [BuildPlan.Item], including isIncluded: (BuildPlan.Item) -> Bool, root: String,
         compression: CompressionPolicy, modificationTime: Int64
     ) {
         self.items = items
-        self.isIncluded = isIncluded
+        included = items.indices.filter { isIncluded(items[$0]) }
         self.root = root
         self.compression = compression
         self.modificationTime = modificationTime
-        for _ in 0..<Self.aheadCount { ahead.signal() }
-        workerCount = items.contains(where: isIncluded) ? max(1, ProcessInfo.processInfo.activeProcessorCount) : 0
+        for _ in 0..<(Self.aheadCount / Self.batchSize) { ahead.signal() }
+        workerCount = included.isEmpty ? 0 : max(1, ProcessInfo.processInfo.activeProcessorCount)
         for number in 0..<workerCount {
             stopped.enter()
             let thread = Thread { [self] in
-                work()
+                work(number)
                 stopped.leave()
             }
             thread.name = "hcpack-deflate-\(number)"
@@ -99,12 +114,31 @@ final class PreparedEntries: @unchecked Sendable {
         while results[index] == nil { condition.wait() }
         let result = results.removeValue(forKey: index)
         condition.unlock()
-        ahead.signal()
+        taken += 1
+        if taken % Self.batchSize == 0 || taken == included.count { ahead.signal() }
         switch result {
         case .success(let entry)?: return entry
         case .failure(let error)?: throw error
         case nil: throw HCPackError(.io, "the entry maker lost its place; report this as a bug")
         }
+    }
+
+    /// The central records of every worker's run, by worker; once every entry has been taken. Waits for the
+    /// workers to stop.
+    func centralRecords() throws(HCPackError) -> [ZipCentralRecords] {
+        stopped.wait()
+        condition.lock()
+        defer { condition.unlock() }
+        var records: [ZipCentralRecords] = []
+        for number in 0..<workerCount {
+            switch runRecords[number] {
+            case .success(let run)?: records.append(run)
+            case .failure(let error)?: throw error
+            case nil: throw HCPackError(.io, "a deflating worker ended without its records; report this as a bug")
+            }
+        }
+        runRecords = [:]
+        return records
     }
 
     /// Stops the workers (a build that failed needs nothing more) and waits for them.
@@ -116,33 +150,59 @@ final class PreparedEntries: @unchecked Sendable {
         stopped.wait()
     }
 
-    private func work() {
+    private func work(_ number: Int) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(Self.largestFile), alignment: 64)
         defer { buffer.deallocate() }
+        let run: ZipRunWriter
+        do {
+            run = try ZipRunWriter()
+        } catch {
+            stopRun(number, .failure(HCPackError(.io, "cannot start a zip writer: \(error.message)")))
+            return
+        }
+        var written = 0
+        var made: [(Int, Result<Entry, HCPackError>)] = []
         while true {
             ahead.wait()
             condition.lock()
-            while nextIndex < items.count && !isIncluded(items[nextIndex]) { nextIndex += 1 }
-            let index = nextIndex
-            let proceed = !isCancelled && index < items.count
-            if proceed { nextIndex += 1 }
+            let batch = nextBatch * Self.batchSize
+            let proceed = !isCancelled && batch < included.count
+            if proceed { nextBatch += 1 }
             condition.unlock()
-            guard proceed else { return }
-            let result: Result<Entry, HCPackError>
-            do throws(HCPackError) {
-                result = .success(try make(items[index], buffer: buffer))
-            } catch {
-                result = .failure(error)
+            guard proceed else {
+                do {
+                    stopRun(number, .success(try run.finish()))
+                } catch {
+                    stopRun(number, .failure(HCPackError(.io, "finishing a run of zip entries: \(error.message)")))
+                }
+                return
+            }
+            for index in included[batch..<min(batch + Self.batchSize, included.count)] {
+                do throws(HCPackError) {
+                    made.append((index, .success(try make(items[index], buffer: buffer, run: run, number: number, position: written))))
+                    written += 1
+                } catch {
+                    made.append((index, .failure(error)))
+                }
             }
             condition.lock()
-            results[index] = result
+            for (index, result) in made { results[index] = result }
             condition.broadcast()
             condition.unlock()
+            made.removeAll(keepingCapacity: true)
         }
     }
 
-    /// Reads one file and writes its entry.
-    private func make(_ item: BuildPlan.Item, buffer: UnsafeMutableRawBufferPointer) throws(HCPackError) -> Entry {
+    private func stopRun(_ number: Int, _ records: Result<ZipCentralRecords, HCPackError>) {
+        condition.lock()
+        runRecords[number] = records
+        condition.unlock()
+    }
+
+    /// Reads one file and writes its entry, the `position`-th of worker `number`'s run.
+    private func make(
+        _ item: BuildPlan.Item, buffer: UnsafeMutableRawBufferPointer, run: ZipRunWriter, number: Int, position: Int
+    ) throws(HCPackError) -> Entry {
         let source = try PlannedSource(item, root: root)
         let data = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(item.size)])
         let count = try source.fill(data)
@@ -150,13 +210,14 @@ final class PreparedEntries: @unchecked Sendable {
         let head = UnsafeRawBufferPointer(rebasing: data[..<min(count, CompressionPolicy.sampleLength)])
         let local = RecordBytes(capacity: count + 256 + item.path.utf8.count)
         do throws(ArchiveError) {
-            let writer = try ZipEntryWriter(
+            try run.begin(
                 ArchiveSink.fileEntry(
                     item.path, size: item.size, compression: compression.choose(head: head),
                     modificationTime: modificationTime)
             ) { (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in local.append(bytes) }
-            try writer.write(UnsafeRawBufferPointer(data))
-            return Entry(local: local, central: try writer.finish(), size: item.size)
+            try run.write(UnsafeRawBufferPointer(data))
+            try run.end()
+            return Entry(local: local, run: number, positionInRun: position, size: item.size)
         } catch {
             throw HCPackError(.io, "\(source.path): \(error.message)", path: source.path)
         }
