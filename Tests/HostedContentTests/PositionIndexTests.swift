@@ -40,6 +40,26 @@ struct PositionIndexTests {
         #expect(PositionIndex.exactHash(parent) == PositionIndex.exactHash("Contents/levels"))
     }
 
+    @Test("A key found after a prefix hashes and matches as the whole string does")
+    func findAfterPrefix() {
+        let paths = ["Contents/a.json", "Contents/levels/one.json", "Contents/", "Contents/\u{e9}", "Other/a.json"]
+        var index = PositionIndex()
+        for (position, path) in paths.enumerated() { index.insert(position, exactly: path) { paths[$0] } }
+        for prefix in ["", "C", "Contents/", "Contents/levels/"] {
+            // Splits on both sides of Hasher's 8-byte words.
+            for length in 0...40 {
+                let key = String(repeating: "x", count: length)
+                #expect(PositionIndex.exactHash(key[...], after: prefix) == PositionIndex.exactHash(prefix + key))
+            }
+        }
+        #expect(index.find(exactly: "levels/one.json", after: "Contents/") { paths[$0] } == 1)
+        #expect(index.find(exactly: "", after: "Contents/") { paths[$0] } == 2)
+        #expect(index.find(exactly: "\u{e9}", after: "Contents/") { paths[$0] } == 3)
+        #expect(index.find(exactly: "e\u{301}", after: "Contents/") { paths[$0] } == nil)
+        #expect(index.find(exactly: "a.json", after: "Other/") { paths[$0] } == 4)
+        #expect(index.find(exactly: "a.jso", after: "Contents/") { paths[$0] } == nil)
+    }
+
     @Test("CollisionFinder names the earlier path for a normalization twin and a case twin, and records neither")
     func collisionFinder() {
         let paths = ["Caf\u{e9}.txt", "Cafe\u{301}.txt", "CAF\u{c9}.TXT", "other.txt", "OTHER.txt", "Other.TXT"]

@@ -33,6 +33,21 @@ struct PositionIndex {
         return UInt32(truncatingIfNeeded: hasher.finalize())
     }
 
+    /// `exactHash(prefix + key)`, without building that string: `Hasher` takes bytes as one stream, whatever
+    /// the pieces they come in.
+    static func exactHash(_ key: Substring, after prefix: String) -> UInt32 {
+        var key = key
+        var prefix = prefix
+        return prefix.withUTF8 { head in key.withUTF8 { tail in exactHash(head, tail) } }
+    }
+
+    private static func exactHash(_ head: UnsafeBufferPointer<UInt8>, _ tail: UnsafeBufferPointer<UInt8>) -> UInt32 {
+        var hasher = Swift.Hasher()
+        hasher.combine(bytes: UnsafeRawBufferPointer(head))
+        hasher.combine(bytes: UnsafeRawBufferPointer(tail))
+        return UInt32(truncatingIfNeeded: hasher.finalize())
+    }
+
     /// The hash matching String's own `==` (canonical equivalence), for keys compared as Strings.
     static func stringHash(_ key: String) -> UInt32 {
         UInt32(truncatingIfNeeded: key.hashValue)
@@ -58,6 +73,24 @@ struct PositionIndex {
     }
 
     func find(exactly key: String, keyAt: (Int) -> String) -> Int? { find(exactly: key[...], keyAt: keyAt) }
+
+    /// `find(exactly:keyAt:)` for the key `prefix + key`, without building that string (verify looks up every
+    /// listed file under "Contents/").
+    func find(exactly key: Substring, after prefix: String, keyAt: (Int) -> String) -> Int? {
+        var key = key
+        var prefix = prefix
+        return prefix.withUTF8 { head in
+            key.withUTF8 { tail in
+                find(Self.exactHash(head, tail)) { position in
+                    var stored = keyAt(position)
+                    return stored.withUTF8 { bytes in
+                        bytes.count == head.count + tail.count && bytes[..<head.count].elementsEqual(head)
+                            && bytes[head.count...].elementsEqual(tail)
+                    }
+                }
+            }
+        }
+    }
 
     /// `insert` for a key compared byte for byte, as `find(exactly:keyAt:)` does.
     @discardableResult
