@@ -89,13 +89,19 @@ public struct PlistDictionary: Sendable, Equatable {
                 positions = nil
                 if entries.count > Self.indexThreshold { rebuildPositions() }
             case (nil, let value?):
-                positions?[key] = entries.count
-                entries.append(Entry(key: key, value: value))
-                if positions == nil && entries.count > Self.indexThreshold { rebuildPositions() }
+                append(absentKey: key, value)
             case (nil, nil):
                 break
             }
         }
+    }
+
+    /// Appends `key`, which the caller has just found absent: `self[key] = value` without looking it up again
+    /// (the XML reader checks every key for duplicates when its value starts).
+    mutating func append(absentKey key: String, _ value: PlistValue) {
+        positions?[key] = entries.count
+        entries.append(Entry(key: key, value: value))
+        if positions == nil && entries.count > Self.indexThreshold { rebuildPositions() }
     }
 
     private mutating func rebuildPositions() {

@@ -294,7 +294,8 @@ private struct PlistBuilder {
         let top = frames.count - 1
         frames[top].childCount += 1
         if let pending = frames[top].pendingKey {
-            if keepsValues { frames[top].entries[pending.key] = value }
+            // startElement found the key absent when its value began.
+            if keepsValues { frames[top].entries.append(absentKey: pending.key, value) }
             frames[top].pendingKey = nil
         } else if keepsValues {
             frames[top].items.append(value)
@@ -337,7 +338,10 @@ private struct PlistBuilder {
 
 /// What the C callbacks reach through `ctxt->_private`: the builder, and libxml2's first error.
 private final class ParseState {
-    var builder: PlistBuilder
+    /// Unchecked: libxml2 calls one handler at a time, and no handler reaches `builder` while another holds it
+    /// (`serror`, which a stopping parser may call, touches only `firstError`). The dynamic checks cost a
+    /// fiftieth of verify's serial end, a thread-local lookup per element.
+    @exclusivity(unchecked) var builder: PlistBuilder
     /// libxml2's first error: later ones are usually knock-on effects ("premature end of data").
     /// Copied out at once: libxml2 frees the message when the next error arrives.
     var firstError: LibXMLError?

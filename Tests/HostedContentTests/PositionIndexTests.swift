@@ -60,6 +60,20 @@ struct PositionIndexTests {
         #expect(index.find(exactly: "a.jso", after: "Contents/") { paths[$0] } == nil)
     }
 
+    @Test("Collision keys: ASCII folds byte by byte and shares the string when lower case; other names are NFC, lowered")
+    func collisionKeys() {
+        #expect(PackagePath.collisionKeys("levels/one.json") == ("levels/one.json", nil))
+        #expect(PackagePath.collisionKeys("Contents/Levels/ONE.json") == ("Contents/Levels/ONE.json", "contents/levels/one.json"))
+        #expect(PackagePath.collisionKeys("") == ("", nil))
+        let nfd = "Cafe\u{301}/X.txt"
+        let keys = PackagePath.collisionKeys(nfd)
+        #expect(Array(keys.normalized.utf8) == Array("Caf\u{e9}/X.txt".utf8))
+        #expect(keys.folded.map { Array($0.utf8) } == Array("caf\u{e9}/x.txt".utf8))
+        #expect(PackagePath.foldKey(nfd) == "caf\u{e9}/x.txt" && PackagePath.foldKey("A@Z[") == "a@z[")
+        // The Kelvin sign is K once normalized, so it collides with a plain k.
+        #expect(PackagePath.foldKey("\u{212a}.txt") == PackagePath.foldKey("K.TXT"))
+    }
+
     @Test("CollisionFinder names the earlier path for a normalization twin and a case twin, and records neither")
     func collisionFinder() {
         let paths = ["Caf\u{e9}.txt", "Cafe\u{301}.txt", "CAF\u{c9}.TXT", "other.txt", "OTHER.txt", "Other.TXT"]

@@ -83,10 +83,7 @@ struct PositionIndex {
             key.withUTF8 { tail in
                 find(Self.exactHash(head, tail)) { position in
                     var stored = keyAt(position)
-                    return stored.withUTF8 { bytes in
-                        bytes.count == head.count + tail.count && bytes[..<head.count].elementsEqual(head)
-                            && bytes[head.count...].elementsEqual(tail)
-                    }
+                    return stored.withUTF8 { ExactPath.bytes($0, are: head, then: tail) }
                 }
             }
         }
@@ -172,13 +169,14 @@ struct CollisionFinder {
 
     /// Records the path at `position`, or names the earlier path it collides with (then it is not recorded).
     mutating func add(_ position: Int, path: String, pathAt: (Int) -> String) -> Collision? {
-        let normalized = PackagePath.normalizationKey(path)
-        let sameNormalization = byNormalization.insert(position, hash: PositionIndex.stringHash(normalized)) {
+        let (normalized, foldedIfOther) = PackagePath.collisionKeys(path)
+        let normalizedHash = PositionIndex.stringHash(normalized)
+        let sameNormalization = byNormalization.insert(position, hash: normalizedHash) {
             PackagePath.normalizationKey(pathAt($0)) == normalized
         }
         if let earlier = sameNormalization { return .normalization(pathAt(earlier)) }
-        let folded = PackagePath.foldKey(path)
-        let sameFolding = byFolding.insert(position, hash: PositionIndex.stringHash(folded)) {
+        let folded = foldedIfOther ?? normalized
+        let sameFolding = byFolding.insert(position, hash: foldedIfOther.map(PositionIndex.stringHash) ?? normalizedHash) {
             PackagePath.foldKey(pathAt($0)) == folded
         }
         if let earlier = sameFolding { return .folded(pathAt(earlier)) }
