@@ -1,4 +1,5 @@
 @testable import HostedContent
+import PropertyList
 import Testing
 
 @Suite("PositionIndex")

@@ -1,4 +1,5 @@
 import Digest
+import PropertyList
 
 
 /// Settings for `Installer.install`.
