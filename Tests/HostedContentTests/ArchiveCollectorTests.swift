@@ -1,0 +1,16 @@
+@testable import HostedContent
+import Testing
+
+@Suite("ArchiveCollector")
+struct ArchiveCollectorTests {
+    @Test("An archive's top-level name is its first Character-wise component, whatever the bytes around the slash")
+    func topLevelName() {
+        let paths = [
+            "Contents/a.json", "ContentInfo.plist", "", "/x", "a/", "pkg/Contents/x", "a/\u{301}b/c", "\u{600}/x",
+            "caf\u{e9}/x", "a\u{301}/x", "a\r/x", "\r\n/x", "x/\u{e9}",
+        ]
+        for path in paths {
+            #expect(ArchiveCollector.topLevelName(path) == String(path.prefix(while: { $0 != "/" })), "\(Array(path.utf8))")
+        }
+    }
+}
