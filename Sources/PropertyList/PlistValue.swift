@@ -57,9 +57,10 @@ public struct PlistDictionary: Sendable, Equatable {
 
     /// The entries in document order; keys are unique.
     public private(set) var entries: [Entry]
-    /// Position of each key in `entries`, built once a dictionary is big enough for linear search to hurt
-    /// (thousands of integrity records); small dictionaries, by far the most common, stay without one.
-    private var positions: [String: Int]?
+    /// Position of each key in `entries` by its String hash, built once a dictionary is big enough for linear
+    /// search to hurt (thousands of integrity records); small dictionaries, by far the most common, stay
+    /// without one. Growing it hashes no key again, where a `[String: Int]` rehashed every key at each doubling.
+    private var positions: PositionIndex?
     private static let indexThreshold = 16
 
     /// Creates a dictionary; later duplicates of a key replace earlier ones.
@@ -72,9 +73,14 @@ public struct PlistDictionary: Sendable, Equatable {
     /// The keys in document order.
     public var keys: [String] { entries.map(\.key) }
 
-    private func position(of key: String) -> Int? {
-        if let positions { return positions[key] }
-        return entries.firstIndex { $0.key == key }
+    /// Whether lookups hash their key (past `indexThreshold` entries): a caller that looks a key up and then
+    /// appends it can pass the same hash to both.
+    var hashesKeys: Bool { positions != nil }
+
+    /// The position of `key`; `hash`, when given, is its `PositionIndex.stringHash`.
+    func position(of key: String, hash: UInt32? = nil) -> Int? {
+        guard let positions else { return entries.firstIndex { $0.key == key } }
+        return positions.find(hash ?? PositionIndex.stringHash(key)) { entries[$0].key == key }
     }
 
     /// Reads a value; setting replaces in place, appends a new key, or removes the key when nil.
@@ -89,19 +95,26 @@ public struct PlistDictionary: Sendable, Equatable {
                 positions = nil
                 if entries.count > Self.indexThreshold { rebuildPositions() }
             case (nil, let value?):
-                positions?[key] = entries.count
-                entries.append(Entry(key: key, value: value))
-                if positions == nil && entries.count > Self.indexThreshold { rebuildPositions() }
+                append(absentKey: key, value)
             case (nil, nil):
                 break
             }
         }
     }
 
+    /// Appends `key`, which the caller has just found absent: `self[key] = value` without looking it up again
+    /// (the XML reader checks every key for duplicates when its value starts). `hash` as in `position(of:hash:)`.
+    mutating func append(absentKey key: String, _ value: PlistValue, hash: UInt32? = nil) {
+        positions?.insert(entries.count, hash: hash ?? PositionIndex.stringHash(key)) { _ in false }
+        entries.append(Entry(key: key, value: value))
+        if positions == nil && entries.count > Self.indexThreshold { rebuildPositions() }
+    }
+
     private mutating func rebuildPositions() {
-        var index: [String: Int] = [:]
-        index.reserveCapacity(entries.count)
-        for (offset, entry) in entries.enumerated() { index[entry.key] = offset }
+        var index = PositionIndex(expectedCount: entries.count)
+        for (offset, entry) in entries.enumerated() {
+            index.insert(offset, hash: PositionIndex.stringHash(entry.key)) { _ in false }
+        }
         positions = index
     }
 

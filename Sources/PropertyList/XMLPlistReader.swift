@@ -64,8 +64,9 @@ private struct Frame {
     var items: [PlistValue] = []
     /// A dictionary's entries so far.
     var entries = PlistDictionary()
-    /// A `<key>` of this dictionary still waiting for its value, with the key's line.
-    var pendingKey: (key: String, line: Int)?
+    /// A `<key>` of this dictionary still waiting for its value, with the key's line, and its hash once
+    /// looked up in a dictionary that hashes keys (`PlistDictionary.append(absentKey:_:hash:)`).
+    var pendingKey: (key: String, line: Int, hash: UInt32?)?
     /// Values finished inside this element (kept in `items` or `entries` only when building).
     var childCount = 0
 
@@ -213,10 +214,13 @@ private struct PlistBuilder {
                 frames.append(Frame(.key, line: line))
                 return
             }
-            guard frames[top].entries[pending.key] == nil else {
+            // The key is hashed once, for this lookup and for the append in `add`.
+            let hash = frames[top].entries.hashesKeys ? PositionIndex.stringHash(pending.key) : nil
+            guard frames[top].entries.position(of: pending.key, hash: hash) == nil else {
                 return reject("duplicate key '\(XMLPlistReader.clip(pending.key))' in <dict>", line: pending.line,
                               kind: .duplicateKey)
             }
+            frames[top].pendingKey?.hash = hash
             beginValue(element, qualified, line: line)
         case let leaf:
             reject("unexpected element <\(qualified)> inside <\(leaf.rawValue)>", line: line)
@@ -279,7 +283,7 @@ private struct PlistBuilder {
             }
             add(.dictionary(frame.entries))
         case .key:
-            frames[frames.count - 1].pendingKey = (String(decoding: text, as: UTF8.self), frame.line)
+            frames[frames.count - 1].pendingKey = (String(decoding: text, as: UTF8.self), frame.line, nil)
         case let leaf:
             do throws(PlistError) {
                 add(try XMLPlistReader.scalar(leaf, text: text, line: frame.line))
@@ -294,7 +298,8 @@ private struct PlistBuilder {
         let top = frames.count - 1
         frames[top].childCount += 1
         if let pending = frames[top].pendingKey {
-            if keepsValues { frames[top].entries[pending.key] = value }
+            // startElement found the key absent when its value began.
+            if keepsValues { frames[top].entries.append(absentKey: pending.key, value, hash: pending.hash) }
             frames[top].pendingKey = nil
         } else if keepsValues {
             frames[top].items.append(value)
@@ -337,7 +342,10 @@ private struct PlistBuilder {
 
 /// What the C callbacks reach through `ctxt->_private`: the builder, and libxml2's first error.
 private final class ParseState {
-    var builder: PlistBuilder
+    /// Unchecked: libxml2 calls one handler at a time, and no handler reaches `builder` while another holds it
+    /// (`serror`, which a stopping parser may call, touches only `firstError`). The dynamic checks cost a
+    /// fiftieth of verify's serial end, a thread-local lookup per element.
+    @exclusivity(unchecked) var builder: PlistBuilder
     /// libxml2's first error: later ones are usually knock-on effects ("premature end of data").
     /// Copied out at once: libxml2 frees the message when the next error arrives.
     var firstError: LibXMLError?

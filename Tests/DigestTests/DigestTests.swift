@@ -28,4 +28,20 @@ struct DigestTests {
         #expect(bytes(fromHex: "zz") == nil)
         #expect([0xde, 0xad].hexString == "dead")
     }
+
+    @Test("matchesHex accepts exactly the lowercase hex of the bytes, contiguous or not")
+    func matchesHex() {
+        let digest = Hasher.digest(.sha256, of: Array("abc".utf8))
+        #expect(digest.matchesHex(digest.hexString))
+        #expect(!digest.matchesHex(digest.hexString.uppercased()))
+        #expect(!digest.matchesHex(String(digest.hexString.dropLast())))
+        #expect(!digest.matchesHex(digest.hexString + "0"))
+        #expect(!digest.matchesHex("0" + digest.hexString.dropFirst()))
+        #expect(!digest.matchesHex(digest.hexString.dropLast() + "0"))
+        #expect([UInt8]().matchesHex(""))
+        // Repeated has no contiguous storage.
+        #expect(repeatElement(UInt8(0xab), count: 2).matchesHex("abab"))
+        #expect(!repeatElement(UInt8(0xab), count: 2).matchesHex("abac"))
+        #expect(digest[4...].matchesHex(String(digest.hexString.dropFirst(8))))
+    }
 }

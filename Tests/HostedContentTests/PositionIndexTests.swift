@@ -1,4 +1,5 @@
 @testable import HostedContent
+import PropertyList
 import Testing
 
 @Suite("PositionIndex")
@@ -38,6 +39,40 @@ struct PositionIndexTests {
         let path = "Contents/levels/one.json"
         let parent = path[..<path.lastIndex(of: "/")!]
         #expect(PositionIndex.exactHash(parent) == PositionIndex.exactHash("Contents/levels"))
+    }
+
+    @Test("A key found after a prefix hashes and matches as the whole string does")
+    func findAfterPrefix() {
+        let paths = ["Contents/a.json", "Contents/levels/one.json", "Contents/", "Contents/\u{e9}", "Other/a.json"]
+        var index = PositionIndex()
+        for (position, path) in paths.enumerated() { index.insert(position, exactly: path) { paths[$0] } }
+        for prefix in ["", "C", "Contents/", "Contents/levels/"] {
+            // Splits on both sides of Hasher's 8-byte words.
+            for length in 0...40 {
+                let key = String(repeating: "x", count: length)
+                #expect(PositionIndex.exactHash(key[...], after: prefix) == PositionIndex.exactHash(prefix + key))
+            }
+        }
+        #expect(index.find(exactly: "levels/one.json", after: "Contents/") { paths[$0] } == 1)
+        #expect(index.find(exactly: "", after: "Contents/") { paths[$0] } == 2)
+        #expect(index.find(exactly: "\u{e9}", after: "Contents/") { paths[$0] } == 3)
+        #expect(index.find(exactly: "e\u{301}", after: "Contents/") { paths[$0] } == nil)
+        #expect(index.find(exactly: "a.json", after: "Other/") { paths[$0] } == 4)
+        #expect(index.find(exactly: "a.jso", after: "Contents/") { paths[$0] } == nil)
+    }
+
+    @Test("Collision keys: ASCII folds byte by byte and shares the string when lower case; other names are NFC, lowered")
+    func collisionKeys() {
+        #expect(PackagePath.collisionKeys("levels/one.json") == ("levels/one.json", nil))
+        #expect(PackagePath.collisionKeys("Contents/Levels/ONE.json") == ("Contents/Levels/ONE.json", "contents/levels/one.json"))
+        #expect(PackagePath.collisionKeys("") == ("", nil))
+        let nfd = "Cafe\u{301}/X.txt"
+        let keys = PackagePath.collisionKeys(nfd)
+        #expect(Array(keys.normalized.utf8) == Array("Caf\u{e9}/X.txt".utf8))
+        #expect(keys.folded.map { Array($0.utf8) } == Array("caf\u{e9}/x.txt".utf8))
+        #expect(PackagePath.foldKey(nfd) == "caf\u{e9}/x.txt" && PackagePath.foldKey("A@Z[") == "a@z[")
+        // The Kelvin sign is K once normalized, so it collides with a plain k.
+        #expect(PackagePath.foldKey("\u{212a}.txt") == PackagePath.foldKey("K.TXT"))
     }
 
     @Test("CollisionFinder names the earlier path for a normalization twin and a case twin, and records neither")

@@ -55,4 +55,26 @@ struct VerifierIntegrityTests {
         writeValidPackage(in: stray, extraKeys: integrityXML(sampleFiles + [("gone.json", "x")]))
         #expect(try Verifier.verify(stray.path).problems.rules == [.integrityStrayRecord])
     }
+
+    @Test("Records out of Files order, or spelled in another normalization, are found; only the stray is reported")
+    func recordOrder() throws {
+        let nfd = sampleFiles.map { ($0.0 == "art/Caf\u{e9}.txt" ? "art/Cafe\u{301}.txt" : $0.0, $0.1) }
+        for order in [nfd, nfd.reversed()] {
+            let folder = TemporaryFolder()
+            writeValidPackage(in: folder, root: "pkg", extraKeys: integrityXML(order.prefix(2) + [("gone.json", "x")] + order.dropFirst(2)))
+            zipFolder(folder.url("pkg"), to: folder.url("pkg.zip"))
+            for path in [folder.url("pkg"), folder.url("pkg.zip")] {
+                let problems = try Verifier.verify(path).problems.problems
+                #expect(problems.map(\.rule) == [.integrityStrayRecord] && problems.map(\.path) == ["Contents/gone.json"], "\(problems)")
+            }
+        }
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg", extraKeys: integrityXML(nfd.reversed()))
+        folder.write("pkg/Contents/levels/1.json", "{\"level\": 9}\n")
+        folder.write("pkg/Contents/art/Caf\u{e9}.txt", "non-ASCII mane\n")
+        let problems = try Verifier.verify(folder.url("pkg")).problems.problems
+        #expect(Set(problems.map { "\($0.rule.rawValue) \($0.path)" }) == [
+            "\(Rule.digestMismatch.rawValue) Contents/levels/1.json", "\(Rule.digestMismatch.rawValue) Contents/art/Caf\u{e9}.txt",
+        ])
+    }
 }

@@ -56,6 +56,23 @@ struct PlistFuzzRegressionTests {
         #expect(dictionary["a"] == .integer(3))
     }
 
+    @Test("A dictionary past its index threshold finds keys as Strings do, through replacements and removals")
+    func indexedDictionary() {
+        var dictionary = PlistDictionary()
+        for index in 0..<40 { dictionary["k\(index)"] = .integer(Int64(index)) }
+        dictionary["caf\u{e9}"] = .integer(100)
+        #expect(dictionary["cafe\u{301}"] == .integer(100))
+        dictionary["cafe\u{301}"] = .integer(101)
+        dictionary["k3"] = nil
+        dictionary["k5"] = .boolean(true)
+        for index in 0..<3 { dictionary["k\(index)"] = nil }
+        #expect(dictionary.keys == (4..<40).map { "k\($0)" } + ["caf\u{e9}"])
+        #expect(dictionary["k3"] == nil && dictionary["k5"] == .boolean(true) && dictionary["k39"] == .integer(39))
+        #expect(dictionary["caf\u{e9}"] == .integer(101))
+        dictionary["new"] = .string("x")
+        #expect(dictionary.keys.last == "new" && dictionary["new"] == .string("x"))
+    }
+
     @Test("a doubling chain of 63 arrays under maxObjects: .max is refused as a limit, not an overflow trap")
     func expansionOverflowWithoutObjectLimit() {
         // Object k (0...62) is [k+1, k+1]; object 63 is true. Object 1 expands to exactly Int.max values,

@@ -199,19 +199,29 @@ enum JSONCoding {
     /// \f \r` or `\u00xx`, everything else (`/`, DEL, non-ASCII) as its UTF-8 bytes.
     static func appendString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
-            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0x0a: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0c: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x0d: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0..<0x20:
-                out += Array("\\u00".utf8) + Array([byte].hexString.utf8)
-            default: out.append(byte)
+        var text = text
+        text.withUTF8 { bytes in
+            // Most paths need no escape: copied at once (a byte at a time was most of writing a receipt).
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: bytes)
+            } else {
+                for byte in bytes { appendEscaped(byte, to: &out) }
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ byte: UInt8, to out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), byte]
+        case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+        case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+        case 0x0a: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+        case 0x0c: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+        case 0x0d: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+        case 0..<0x20:
+            out += Array("\\u00".utf8) + Array([byte].hexString.utf8)
+        default: out.append(byte)
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Digest
+import PropertyList
 
 
 /// Settings for `Installer.install`.
@@ -334,7 +335,7 @@ final class InstallSession {
         var result: [InstalledFile] = []
         result.reserveCapacity(paths.count)
         for path in paths {
-            if path.split(separator: "/").first == Substring(Installer.metadataFolder) {
+            if Self.firstComponent(of: path) == Substring(Installer.metadataFolder) {
                 throw HCPackError(
                     .invalidPackage,
                     "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
@@ -350,13 +351,19 @@ final class InstallSession {
             let entry = entries[index]
             result.append(InstalledFile(path: path, size: entry.size, sha256: digest.hexString))
             // Files may spell a name in another Unicode normalization than the archive: stage by the archive's.
-            let archiveName = entry.path.utf8.dropFirst("Contents/".utf8.count)
-            if !archiveName.elementsEqual(path.utf8) {
+            if ExactPath(name(index)) != ExactPath(path) {
                 stagedNames[ExactPath(path)] = String(entry.path.dropFirst("Contents/".count))
             }
         }
         result.sort { $0.path < $1.path }
         return result
+    }
+
+    /// `path.split(separator: "/").first`, without splitting the whole path by Characters when it is a plain
+    /// ASCII path (one Character a byte, no empty component): this runs for every file installed.
+    static func firstComponent(of path: String) -> Substring? {
+        guard PackagePath.isASCII(path) && PackagePath.isPlainRelativePath(path) else { return path.split(separator: "/").first }
+        return path[..<(path.utf8.firstIndex(of: UInt8(ascii: "/")) ?? path.endIndex)]
     }
 
     /// Archive names of content files that DEST already holds with the bytes this plist records, as installed
@@ -408,19 +415,32 @@ final class InstallSession {
     }
 
     func inspect(_ path: String) throws(HCPackError) -> Target {
-        var parts = path.split(separator: "/")
-        guard let leaf = parts.popLast() else { return .absent }
-        let folderPath = parts.joined(separator: "/")
+        let folderPath: Substring
+        let leaf: Substring
+        var parts: [Substring]?
+        if PackagePath.isASCII(path) && PackagePath.isPlainRelativePath(path) {
+            // One Character a byte and no empty component: the folder and leaf that splitting by Characters and
+            // joining gives, found without a String per component (this runs for every file installed).
+            let slash = path.utf8.lastIndex(of: UInt8(ascii: "/"))
+            folderPath = slash.map { path[..<$0] } ?? ""
+            leaf = slash.map { path[path.utf8.index(after: $0)...] } ?? path[...]
+        } else {
+            var split = path.split(separator: "/")
+            guard let last = split.popLast() else { return .absent }
+            leaf = last
+            folderPath = Substring(split.joined(separator: "/"))
+            parts = split
+        }
         let folder: DirectoryHandle?
         if let lastInspected, lastInspected.path == folderPath {
             folder = lastInspected.handle
         } else {
             do {
-                folder = try destination.openDirectories(parts)
+                folder = try destination.openDirectories(parts ?? folderPath.split(separator: "/"))
             } catch {
                 return .blocked(error.message)
             }
-            lastInspected = (folderPath, folder)
+            lastInspected = (String(folderPath), folder)
         }
         guard let folder, let status = try folder.status(String(leaf)) else { return .absent }
         return status.kind == .file ? .file(size: status.size) : .other(status.kind)

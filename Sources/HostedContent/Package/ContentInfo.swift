@@ -128,13 +128,29 @@ public struct ContentInfo: Sendable, Equatable {
         /// Every recorded path, in the plist's order.
         public var paths: [String] { records.entries.map(\.key) }
 
+        /// How many records there are.
+        var count: Int { records.entries.count }
+
+        /// The path of the record at `index` in the plist's order, as `paths[index]`.
+        func path(at index: Int) -> String { records.entries[index].key }
+
+        /// The record at `index` in the plist's order: `self[path(at: index)]`, without the lookup.
+        func record(at index: Int) -> FileRecord? { Self.record(records.entries[index].value) }
+
         fileprivate static func record(_ value: PlistValue) -> FileRecord? {
             guard case .dictionary(let fields) = value,
                 case .integer(let size)? = fields["Size"], size >= 0,
-                let digest = fields["SHA256"]?.stringValue, digest.utf8.count == 64,
-                digest.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+                let digest = fields["SHA256"]?.stringValue, isDigest(digest)
             else { return nil }
             return FileRecord(size: size, sha256: digest)
+        }
+
+        /// 64 lowercase hex digits; over the contiguous bytes, as every record is checked.
+        private static func isDigest(_ text: String) -> Bool {
+            var text = text
+            return text.withUTF8 { digits in
+                digits.count == 64 && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            }
         }
     }
 

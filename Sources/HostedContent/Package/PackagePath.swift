@@ -122,13 +122,36 @@ public enum PackagePath {
 
     /// Key under which two names collide on a case-insensitive, normalization-insensitive file system.
     public static func foldKey(_ path: String) -> String {
-        // ASCII is already NFC and lowercases byte by byte; Foundation's Unicode path is far slower.
-        if isASCII(path) {
-            // Already lower case (most names): the same string, sharing its storage.
-            if !path.utf8.contains(where: { (0x41...0x5a).contains($0) }) { return path }
-            return String(decoding: path.utf8.map { (0x41...0x5a).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        let keys = collisionKeys(path)
+        return keys.folded ?? keys.normalized
+    }
+
+    /// `normalizationKey` and `foldKey` of one path (nil when the same as the first), its bytes read once:
+    /// this runs for every entry and every listed file.
+    static func collisionKeys(_ path: String) -> (normalized: String, folded: String?) {
+        var path = path
+        let (ascii, upper) = path.withUTF8 { bytes in
+            var upper = false
+            for byte in bytes {
+                if byte >= 0x80 { return (false, upper) }
+                if (0x41...0x5a).contains(byte) { upper = true }
+            }
+            return (true, upper)
         }
-        return path.precomposedStringWithCanonicalMapping.lowercased()
+        guard ascii else {
+            let normalized = path.precomposedStringWithCanonicalMapping
+            return (normalized, normalized.lowercased())
+        }
+        // ASCII is already NFC and lowercases byte by byte; Foundation's Unicode path is far slower. Already
+        // lower case (most names): the same string, sharing its storage.
+        guard upper else { return (path, nil) }
+        let folded = path.withUTF8 { bytes in
+            String(unsafeUninitializedCapacity: bytes.count) { buffer in
+                for (index, byte) in bytes.enumerated() { buffer[index] = (0x41...0x5a).contains(byte) ? byte | 0x20 : byte }
+                return bytes.count
+            }
+        }
+        return (path, folded)
     }
 
     /// `folder/name` in a string of exactly that size: `+` leaves room to grow, 50 bytes a path at 26,000 files.
@@ -231,13 +254,31 @@ public struct ExactPath: Hashable, Sendable {
     public static func == (lhs: ExactPath, rhs: ExactPath) -> Bool {
         var left = lhs.text
         var right = rhs.text
-        return left.withUTF8 { a in
-            right.withUTF8 { b in
-                guard a.count == b.count else { return false }
-                guard let first = a.baseAddress, let second = b.baseAddress else { return true }  // both empty
-                return memcmp(first, second, a.count) == 0
-            }
+        return left.withUTF8 { a in right.withUTF8 { b in a.count == b.count && bytesEqual(a, b) } }
+    }
+
+    /// Whether the bytes of `text` begin with those of `prefix` (over the contiguous bytes: a generic
+    /// `utf8.starts(with:)` walked them one index at a time, once per archive entry).
+    static func starts(_ text: Substring, with prefix: Substring) -> Bool {
+        var text = text
+        var prefix = prefix
+        return text.withUTF8 { a in
+            prefix.withUTF8 { b in a.count >= b.count && bytesEqual(UnsafeBufferPointer(rebasing: a[..<b.count]), b) }
         }
+    }
+
+    /// Whether `bytes` are `head` followed by `tail`: a key looked up as two pieces (PositionIndex).
+    static func bytes(
+        _ bytes: UnsafeBufferPointer<UInt8>, are head: UnsafeBufferPointer<UInt8>, then tail: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        bytes.count == head.count + tail.count && bytesEqual(UnsafeBufferPointer(rebasing: bytes[..<head.count]), head)
+            && bytesEqual(UnsafeBufferPointer(rebasing: bytes[head.count...]), tail)
+    }
+
+    /// `memcmp` of two buffers of the same length.
+    private static func bytesEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = a.baseAddress, let second = b.baseAddress else { return true }  // both empty
+        return memcmp(first, second, a.count) == 0
     }
 
     public func hash(into hasher: inout Hasher) {

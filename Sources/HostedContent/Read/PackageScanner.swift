@@ -470,6 +470,23 @@ struct ArchiveCollector {
         indexByPath.find(exactly: name) { entries[$0].path }
     }
 
+    /// The first component of `path`, as `prefix(while: { $0 != "/" })` finds it. Over the bytes when the
+    /// bytes before the first slash and the one after it are ASCII: each is then a Character of its own, so
+    /// the slash is too (a combining mark after it would join it). Called for every entry.
+    static func topLevelName(_ path: String) -> String {
+        var copy = path
+        let ascii = copy.withUTF8 { bytes -> String? in
+            var end = 0
+            while end < bytes.count && bytes[end] != UInt8(ascii: "/") {
+                if bytes[end] >= 0x80 { return nil }
+                end += 1
+            }
+            if end + 1 < bytes.count && bytes[end + 1] >= 0x80 { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[..<end]), as: UTF8.self)
+        }
+        return ascii ?? String(path.prefix(while: { $0 != "/" }))
+    }
+
     static func isPlistCandidate(_ name: String) -> Bool {
         // Called for every entry: a byte comparison of the end first, the split only for the few that match.
         let trimmed = name.utf8.reversed().drop(while: { $0 == UInt8(ascii: "/") })
@@ -498,7 +515,7 @@ struct ArchiveCollector {
         let digests = hashes.finish()
         for (index, ticket) in hashTickets where ticket < digests.count { entries[index].sha256 = digests[ticket] }
         hashTickets = []
-        let topLevel = Set(entries.map { String($0.path.prefix(while: { $0 != "/" })) })
+        let topLevel = Set(entries.map { Self.topLevelName($0.path) })
         let meaningful = topLevel.filter { !PackagePath.isJunk($0) }
         var root: String?
         if topLevel.contains(ContentInfo.fileName) || topLevel.contains("Contents") {

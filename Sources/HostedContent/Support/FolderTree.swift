@@ -29,7 +29,7 @@ struct FolderTree {
         let folder = path[..<slash]
         var start = folder.startIndex
         var number: Int = 0
-        if let lastFolder, folder.utf8.starts(with: lastFolder.path.utf8) {
+        if let lastFolder, ExactPath.starts(folder, with: lastFolder.path) {
             let end = folder.utf8.index(folder.startIndex, offsetBy: lastFolder.path.utf8.count)
             if end == folder.endIndex {
                 return

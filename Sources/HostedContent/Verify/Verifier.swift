@@ -304,6 +304,7 @@ private struct RuleChecker {
 
     mutating func checkFilesList() {
         let listed = self.listed
+        let entries = snapshot.entries
         listedIndex = PositionIndex(expectedCount: listed.count)
         var collisions = CollisionFinder(expectedCount: listed.count)
         for (position, path) in listed.enumerated() {
@@ -322,15 +323,17 @@ private struct RuleChecker {
                 break
             }
             guard syntax.isEmpty else { continue }
-            let full = Verifier.contentsPrefix + path
-            if let entry = self.entry(full) {
-                if entry.kind != .file {
-                    problems.add(.filesNotRegular, path: full, "listed in Files but is a \(entry.kind.noun); list regular files only")
+            if let position = indexByPath.find(exactly: path[...], after: Verifier.contentsPrefix, keyAt: { entries[$0].path }) {
+                let kind = entries[position].kind
+                if kind != .file {
+                    problems.add(.filesNotRegular, path: Verifier.contentsPrefix + path, "listed in Files but is a \(kind.noun); list regular files only")
                 }
-            } else if impliedFolders.contains(full) {
-                problems.add(.filesNotRegular, path: full, "listed in Files but is a folder; list the files inside it instead")
+            } else if impliedFolders.contains(Verifier.contentsPrefix + path) {
+                problems.add(.filesNotRegular, path: Verifier.contentsPrefix + path, "listed in Files but is a folder; list the files inside it instead")
             } else if snapshot.isComplete && !isDelta {
-                problems.add(.filesNotFound, path: full, "listed in Files but not present under Contents/; add the file or remove it from Files")
+                problems.add(
+                    .filesNotFound, path: Verifier.contentsPrefix + path,
+                    "listed in Files but not present under Contents/; add the file or remove it from Files")
             }
         }
         if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
@@ -485,26 +488,43 @@ private struct RuleChecker {
             problems.add(.integrityMalformed, path: ContentInfo.fileName, "\(ContentInfo.integrityKey) '\(error.path)': \(error.message)")
             return
         }
+        let entries = snapshot.entries
+        // hcpack build writes the records in Files order: while they follow it, the next record is the one
+        // a listed path has when their bytes agree (keys are unique as Strings, so no other record is).
+        var nextRecord = 0
         for path in listed {
-            let full = Verifier.contentsPrefix + path
-            guard let entry = self.entry(full), entry.kind == .file else {
-                if isDelta && records[path] == nil && !impliedFolders.contains(full) && self.entry(full) == nil {
+            let inOrder = nextRecord < records.count && ExactPath(records.path(at: nextRecord)) == ExactPath(path)
+            if inOrder { nextRecord += 1 }
+            let recordIndex = nextRecord - 1
+            func record() -> FileRecord? { inOrder ? records.record(at: recordIndex) : records[path] }
+            let position = indexByPath.find(exactly: path[...], after: Verifier.contentsPrefix) { entries[$0].path }
+            guard let position, entries[position].kind == .file else {
+                if isDelta && record() == nil && position == nil && !impliedFolders.contains(Verifier.contentsPrefix + path) {
                     problems.add(
-                        .deltaMissingRecord, path: full,
+                        .deltaMissingRecord, path: Verifier.contentsPrefix + path,
                         "the delta lists this file but neither carries it nor records its size and digest; make the delta again")
                 }
                 continue
             }
-            guard let record = records[path] else {
-                problems.add(.integrityMissingRecord, path: full, "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
+            guard let record = record() else {
+                problems.add(
+                    .integrityMissingRecord, path: Verifier.contentsPrefix + path,
+                    "no size/digest record in \(ContentInfo.integrityKey); rebuild the package with hcpack build")
                 continue
             }
-            if entry.size != record.size {
-                problems.add(.sizeMismatch, path: full, "is \(entry.size) bytes but the plist records \(record.size); the file changed after the build, rebuild or restore it")
-            } else if let digest = entry.sha256, !digest.matchesHex(record.sha256) {
-                problems.add(.digestMismatch, path: full, "SHA-256 \(digest.hexString) differs from the recorded \(record.sha256); the file changed after the build, rebuild or restore it")
+            let size = entries[position].size
+            if size != record.size {
+                problems.add(
+                    .sizeMismatch, path: Verifier.contentsPrefix + path,
+                    "is \(size) bytes but the plist records \(record.size); the file changed after the build, rebuild or restore it")
+            } else if let digest = entries[position].sha256, !digest.matchesHex(record.sha256) {
+                problems.add(
+                    .digestMismatch, path: Verifier.contentsPrefix + path,
+                    "SHA-256 \(digest.hexString) differs from the recorded \(record.sha256); the file changed after the build, rebuild or restore it")
             }
         }
+        // Every record was met in order, so each one's path is listed: none is stray.
+        guard nextRecord < records.count else { return }
         // Files and the record keys match as Strings do (NFC equals NFD), as the records lookup above does.
         let nonASCIIListed = Set(listed.filter { !$0.utf8.allSatisfy { $0 < 0x80 } })
         for path in records.paths.filter({ !isListed($0[...]) && !nonASCIIListed.contains($0) }).sorted() {
