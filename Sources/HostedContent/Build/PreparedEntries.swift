@@ -1,7 +1,6 @@
 import ArchiveIO
 import Dispatch
 import Foundation
-import Synchronization
 
 /// Makes the zip entries of a build's small files on every core, ahead of the thread that assembles the
 /// archive: each file is read (as planned: `PlannedSource`), its compression chosen, and the worker's own
@@ -9,9 +8,9 @@ import Synchronization
 /// worker's writer at the end (`centralRecords()`). libarchive deflates on the thread that calls it, and
 /// deflate was most of a build's CPU, on one core, while the other waited (bench/README.md, issue 16).
 ///
-/// Entries come out in the order given (`next()`), whichever worker made them, and are the bytes a single
-/// writer makes, so the archive does not depend on the number of cores or on timing. Bounded memory: at
-/// most `aheadCount` entries of at most `largestFile` bytes each are made and not yet taken.
+/// Entries are taken in the order of the items (`entry(of:)`), whichever worker made them, and are the bytes a
+/// single writer makes, so the archive does not depend on the number of cores or on timing. Bounded memory:
+/// at most `aheadCount` entries of at most `largestFile` bytes each are made and not yet taken.
 final class PreparedEntries: @unchecked Sendable {
     // @unchecked: `results`, `nextBatch`, `isCancelled` and `runRecords` are behind `condition`; `items`,
     // `included` and the settings never change; `taken` is the assembling thread's.
