@@ -117,6 +117,15 @@ final class ArchiveSink: PackageSink {
         try emitChecked(bytes, lent: isLent)
     }
 
+    /// Hands bytes of hcpack's own (an entry made elsewhere, the central directory) to the output, copied.
+    private func emit(copying bytes: [UInt8]) throws(ArchiveError) {
+        var failure: ArchiveError?
+        bytes.withUnsafeBytes { raw in
+            do throws(ArchiveError) { try emitChecked(raw, lent: false) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
     private func emitChecked(_ bytes: UnsafeRawBufferPointer, lent: Bool) throws(ArchiveError) {
         do {
             try stream.check()
@@ -166,18 +175,10 @@ final class ArchiveSink: PackageSink {
         try archive { () throws(ArchiveError) in try run?.end() }
     }
 
-    /// Adds an entry made elsewhere (assembling only). Its bytes are lent to the output's threads, not copied,
-    /// when that saves more than the hand-over costs.
+    /// Adds an entry made elsewhere (assembling only).
     func add(_ entry: PreparedEntries.Entry) throws(HCPackError) {
         placements.append(Placement(run: Int32(entry.run), positionInRun: Int32(entry.positionInRun), offset: bytesWritten))
-        let bytes = entry.local.bytes
-        if bytes.count >= Self.smallestLent {
-            try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: true) }
-            let record = entry.local
-            stream.afterWritten { withExtendedLifetime(record) {} }
-        } else {
-            try archive { () throws(ArchiveError) in try emitChecked(bytes, lent: false) }
-        }
+        try archive { () throws(ArchiveError) in try emit(copying: entry.local) }
     }
 
     /// The central records of the runs whose entries `add` took (`PreparedEntries.centralRecords()`), by run.
@@ -205,9 +206,6 @@ final class ArchiveSink: PackageSink {
         return try directory.finish(at: bytesWritten)
     }
 
-    /// Entries smaller than this are copied into the output's buffers: waking its threads for each costs more.
-    private static let smallestLent = 64 << 10
-
     func afterWritten(_ action: @escaping @Sendable () -> Void) {
         stream.afterWritten(action)
     }
@@ -216,12 +214,7 @@ final class ArchiveSink: PackageSink {
         try archive { () throws(ArchiveError) in
             try writer?.finish()
             if let run {
-                let ending = try centralDirectory(ownRun: try run.finish())
-                var failure: ArchiveError?
-                ending.withUnsafeBytes { bytes in
-                    do throws(ArchiveError) { try emitChecked(bytes, lent: false) } catch { failure = error }
-                }
-                if let failure { throw failure }
+                try emit(copying: try centralDirectory(ownRun: try run.finish()))
             }
         }
         writer = nil

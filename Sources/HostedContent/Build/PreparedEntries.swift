@@ -22,39 +22,10 @@ final class PreparedEntries: @unchecked Sendable {
 
     /// One file's entry: its local record (header, data, descriptor), and where its central record is.
     struct Entry: Sendable {
-        var local: RecordBytes
+        var local: [UInt8]
         /// The worker whose run wrote it, and its position in that run (`centralRecords()`).
         var run: Int
         var positionInRun: Int
-        /// The file's size.
-        var size: Int64
-    }
-
-    /// A local record's bytes, freed with the last reference: they may be lent to `ArchiveOutput`'s threads.
-    final class RecordBytes: @unchecked Sendable {
-        // @unchecked: written only by the worker that makes it, read-only once handed over.
-        private(set) var buffer: UnsafeMutableRawBufferPointer
-        private(set) var count = 0
-
-        init(capacity: Int) {
-            buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(capacity, 64), alignment: 16)
-        }
-
-        deinit { buffer.deallocate() }
-
-        var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
-
-        func append(_ bytes: UnsafeRawBufferPointer) {
-            if count + bytes.count > buffer.count {
-                let grown = UnsafeMutableRawBufferPointer.allocate(
-                    byteCount: max(buffer.count * 2, count + bytes.count), alignment: 16)
-                grown.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                buffer.deallocate()
-                buffer = grown
-            }
-            UnsafeMutableRawBufferPointer(rebasing: buffer[count...]).copyMemory(from: bytes)
-            count += bytes.count
-        }
     }
 
     private let items: [BuildPlan.Item]
@@ -207,16 +178,17 @@ final class PreparedEntries: @unchecked Sendable {
         let count = try source.fill(data)
         try source.checkEnd(remaining: item.size - Int64(count))
         let head = UnsafeRawBufferPointer(rebasing: data[..<min(count, CompressionPolicy.sampleLength)])
-        let local = RecordBytes(capacity: count + 256 + item.path.utf8.count)
+        var local: [UInt8] = []
+        local.reserveCapacity(count + 256 + item.path.utf8.count)
         do throws(ArchiveError) {
             try run.begin(
                 ArchiveSink.fileEntry(
                     item.path, size: item.size, compression: compression.choose(head: head),
                     modificationTime: modificationTime)
-            ) { (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in local.append(bytes) }
+            ) { (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in local.append(contentsOf: bytes) }
             try run.write(UnsafeRawBufferPointer(data))
             try run.end()
-            return Entry(local: local, run: number, positionInRun: position, size: item.size)
+            return Entry(local: local, run: number, positionInRun: position)
         } catch {
             throw HCPackError(.io, "\(source.path): \(error.message)", path: source.path)
         }
