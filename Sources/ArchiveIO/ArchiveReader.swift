@@ -209,6 +209,12 @@ public final class ArchiveReader {
     /// True when the input is a zip (chosen from its first bytes, before any header is read).
     public private(set) var isZip = false
 
+    /// The archive file's descriptor, for callers that read a zip's stored data beside the reader (`pread`
+    /// only: the reader owns it and closes it); nil for bytes, pipes and devices.
+    public var seekableDescriptor: Int32? {
+        input is MappedInput ? fileDescriptor : nil
+    }
+
     /// The format name libarchive reports after the first header ("ZIP 2.0 (deflation)", "POSIX ustar", ...)
     /// (`archive_format_name`).
     public var formatName: String? { firstFormatName }
@@ -262,13 +268,7 @@ public final class ArchiveReader {
     ///   (before the offending bytes reach `body`), `.usage` when there is no current entry;
     ///   or whatever `body` throws.
     public func readData(_ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
-        let entry: ArchiveEntry
-        switch state {
-        case .failed(let error): throw error
-        case .atEntry(let current): entry = current
-        case .betweenEntries, .ended:
-            throw ArchiveError(.usage, "readData called without a current entry (call next() first)")
-        }
+        let entry = try currentEntry("readData")
         let name = Self.displayName(entry)
         if entry.isEncrypted {
             // Not fatal: the caller may skip this entry and go on.
@@ -328,7 +328,40 @@ public final class ArchiveReader {
         return delivered
     }
 
+    /// Leaves the current entry's data to the caller, who reads `count` bytes of it straight from the file (a
+    /// zip entry stored uncompressed, as its records say): they count against the limits as if delivered, and
+    /// `next()` then seeks past them. No ratio check: stored data expands nothing, and once passed it counts
+    /// on both sides of the ratio, as read data would.
+    /// - Throws: `.limitExceeded` as `readData` would for those bytes, `.corrupt` past the declared size,
+    ///   `.usage` when there is no current entry.
+    public func leaveData(toCaller count: Int64) throws(ArchiveError) {
+        let entry = try currentEntry("leaveData")
+        let name = Self.displayName(entry)
+        if count > limits.maxEntryBytes {
+            throw ArchiveError(.limitExceeded, "\(name) is larger than \(limits.maxEntryBytes) bytes (limit maxEntryBytes)")
+        }
+        if count > limits.maxTotalBytes - totalBytes {
+            throw ArchiveError(
+                .limitExceeded, "archive content is larger than \(limits.maxTotalBytes) bytes (limit maxTotalBytes)")
+        }
+        if let declared = entry.declaredSize, count != declared {
+            throw ArchiveError(.corrupt, "\(name) declares \(declared) bytes but holds \(count) (truncated or damaged)")
+        }
+        totalBytes += count
+        state = .betweenEntries
+    }
+
     // MARK: - Internals
+
+    /// The entry `next()` returned, whose data has not been read; throws an earlier failure again.
+    private func currentEntry(_ operation: String) throws(ArchiveError) -> ArchiveEntry {
+        switch state {
+        case .failed(let error): throw error
+        case .atEntry(let current): return current
+        case .betweenEntries, .ended:
+            throw ArchiveError(.usage, "\(operation) called without a current entry (call next() first)")
+        }
+    }
 
     private struct CallerError: Error {
         let underlying: any Error

@@ -35,21 +35,26 @@ public struct PositionedFile: Sendable {
         return bytes
     }
 
-    /// Fills all of `buffer` from `offset`; a file that ends first is an error.
-    public func fill(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(HCPackError) {
-        guard let base = buffer.baseAddress else { return }
+    /// Reads into `buffer` from `offset` until it is full or the file ends: the count read.
+    public func readAvailable(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(HCPackError) -> Int {
+        guard let base = buffer.baseAddress else { return 0 }
         var done = 0
         while done < buffer.count {
             let result = pread(descriptor, base + done, buffer.count - done, off_t(offset) + off_t(done))
             if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                throw result < 0
-                    ? HCPackError.system("read", path: path, errno: errno)
-                    : HCPackError(
-                        .io, "\(path) ends before byte \(offset + Int64(buffer.count)); it was cut short while being written",
-                        path: path)
-            }
+            if result < 0 { throw HCPackError.system("read", path: path, errno: errno) }
+            if result == 0 { break }
             done += result
+        }
+        return done
+    }
+
+    /// Fills all of `buffer` from `offset`; a file that ends first is an error.
+    public func fill(_ buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(HCPackError) {
+        guard try readAvailable(into: buffer, at: offset) == buffer.count else {
+            throw HCPackError(
+                .io, "\(path) ends before byte \(offset + Int64(buffer.count)); it was cut short while being written",
+                path: path)
         }
     }
 

@@ -80,6 +80,8 @@ public struct PackageSnapshot: Sendable {
     public var scanProblems: ProblemList
     /// False when reading stopped early (corrupt or unsupported archive): absence proves nothing then.
     public var isComplete: Bool
+    /// How many entries' data was read beside libarchive, straight from the file (`StoredDataHashing`).
+    var entriesReadBeside = 0
 
     public init(
         origin: Origin, rootFolder: String? = nil, entries: [PackageEntry], contentInfoBytes: [UInt8]?,

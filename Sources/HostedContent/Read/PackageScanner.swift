@@ -277,8 +277,16 @@ public enum PackageScanner {
             } : nil
         var collector = ArchiveCollector(
             plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
-        // Whatever way this ends, the pipeline's workers are done before the caller removes staging.
-        defer { _ = collector.hashes.finish() }
+        // A scan that stages nothing reads large stored entries beside libarchive (see StoredDataHashing).
+        if staging == nil, let zipRecords, let descriptor = reader.seekableDescriptor {
+            collector.storedData = StoredDataScan(records: zipRecords, descriptor: descriptor, path: path)
+        }
+        // Whatever way this ends, the pipeline's workers are done before the caller removes staging, and the
+        // stored-data threads before the reader closes the file.
+        defer {
+            _ = collector.hashes.finish()
+            collector.storedData?.stop()
+        }
         var complete = true
         do {
             while let header = try reader.next() {
@@ -310,6 +318,7 @@ public enum PackageScanner {
             complete = false
             collector.problems.add(.corrupt, path: collector.currentName, "\(error)")
         }
+        try collector.joinStoredData()
         if let staging {
             // Staged files are written on the hashing thread: wait for the last ones, and fail as staging would.
             try collector.hashes.finishWriting()
@@ -325,7 +334,9 @@ public enum PackageScanner {
                 collector.problems.add(problem.rule, path: problem.path, problem.message)
             }
         }
-        return collector.snapshot(path: path, format: format, complete: complete)
+        var snapshot = collector.snapshot(path: path, format: format, complete: complete)
+        snapshot.entriesReadBeside = collector.storedFiles.count
+        return snapshot
     }
 
     private static func environmentError(_ error: ArchiveError, path: String) -> HCPackError {
@@ -358,6 +369,13 @@ struct ArchiveCollector {
     let checksummer: Checksummer?
     /// The CRC-32 of each of `readFiles`, when this thread computes them.
     var ownChecksums: [UInt32] = []
+    /// Reads large stored entries beside libarchive; nil when libarchive reads every entry.
+    var storedData: StoredDataScan?
+    /// The entries `storedData` reads: where each is in `entries` (nil for a repeated name), its place among
+    /// the headers read, its span and size.
+    var storedFiles: [(entry: Int?, readIndex: Int, span: Int, size: Int64)] = []
+    /// The CRC-32 and size of each of `storedFiles`, once joined.
+    var storedChecksums: [ZipStructureCheck.ReadChecksum] = []
 
     enum Checksummer {
         /// The reading thread, over the bytes it has just read (verify: the thread waits on the hashing for
@@ -387,7 +405,7 @@ struct ArchiveCollector {
         case .readingThread:
             return zip(readFiles, ownChecksums).map { file, crc in
                 ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: crc, size: file.size)
-            }
+            } + storedChecksums
         case .writingWorker:
             let checksums = hashes.checksums()
             return readFiles.compactMap { file in
@@ -415,6 +433,12 @@ struct ArchiveCollector {
         let earlier = position(of: name)
         if header.isEncrypted {
             problems.add(.encrypted, path: name, "the entry is encrypted; ship hosted content unencrypted")
+        } else if entry.kind == .file, !Self.isPlistCandidate(name),
+            let stored = storedData?.span(forRead: entriesRead - 1, name: header.pathBytes, declaredSize: header.declaredSize)
+        {
+            try reader.leaveData(toCaller: Int64(stored.size))
+            entry.size = Int64(stored.size)
+            storedFiles.append((earlier == nil ? entries.count : nil, entriesRead - 1, stored.index, entry.size))
         } else if entry.kind == .file {
             // A few candidates at most: more than one already means more than one package.
             let isPlist = Self.isPlistCandidate(name) && plistCandidates.count < 4
@@ -463,6 +487,24 @@ struct ArchiveCollector {
         // `earlier` is nil here, so no stored name equals this one.
         indexByPath.insert(entries.count, hash: PositionIndex.exactHash(name)) { _ in false }
         entries.append(entry)
+    }
+
+    /// Waits for the entries `storedData` reads: their digests, executable kinds and checksums.
+    /// Throws when the archive could not be read (an environment failure).
+    mutating func joinStoredData() throws(HCPackError) {
+        guard let storedData, let last = storedFiles.map(\.span).max() else { return }
+        // A scan that ended early waits only for the entries it reached.
+        let outcomes = try storedData.outcomes(before: last + 1)
+        for file in storedFiles {
+            guard file.span < outcomes.count, let outcome = outcomes[file.span] else {
+                throw HCPackError(.io, "the data of entry \(file.readIndex + 1) was not read; report this as a bug")
+            }
+            if let index = file.entry {
+                entries[index].sha256 = outcome.sha256
+                entries[index].executable = outcome.head.withUnsafeBytes { ExecutableKind.detect($0) }
+            }
+            storedChecksums.append(ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: outcome.crc32, size: file.size))
+        }
     }
 
     /// Where `name` is in `entries`, if it is there.

@@ -65,6 +65,27 @@ enum ZipStructureCheck {
         return Records(check: check, directory: directory)
     }
 
+    /// The stored entries whose data a scan may read from the file itself, by their place in libarchive's
+    /// reading order (the n-th smallest local header offset, as in `compare`); empty when the records are
+    /// damaged or two of them share an offset, when the order cannot be relied on.
+    static func storedDataPlan(of records: Records) -> [Int: StoredDataHashing.Span] {
+        let check = records.check
+        guard records.directory.defects.isEmpty, !check.storedData.isEmpty else { return [:] }
+        let offsets = check.recorded.map(\.offset).sorted()
+        for index in offsets.indices.dropFirst() where offsets[index] == offsets[index - 1] { return [:] }
+        var plan: [Int: StoredDataHashing.Span] = [:]
+        for (offset, span) in check.storedData {
+            var low = 0
+            var high = offsets.count
+            while low < high {
+                let middle = (low + high) / 2
+                if offsets[middle] < offset { low = middle + 1 } else { high = middle }
+            }
+            plan[low] = span
+        }
+        return plan
+    }
+
     /// The zip problems of records read by `readRecords`.
     /// - Parameters:
     ///   - entriesRead: how many entries libarchive read, when it read the whole archive: libarchive silently
@@ -106,6 +127,9 @@ enum ZipStructureCheck {
         var keepsChecksums = false
         /// Each record's local header offset, CRC-32s and size, in central directory order.
         var recorded: [(offset: UInt64, crc32: UInt32, localCRC32: UInt32, size: UInt64)] = []
+        /// The entries whose data a scan may read straight from the file (`StoredDataHashing`), with their local
+        /// header offsets; kept with `recorded`.
+        var storedData: [(offset: UInt64, span: StoredDataHashing.Span)] = []
 
         mutating func add(_ entry: ZipEntryFacts) {
             let name = Self.printable(entry.name)
@@ -114,6 +138,7 @@ enum ZipStructureCheck {
                 // 0 in a local header means "in the data descriptor"; any other value is checked too, as libarchive did.
                 let localCRC = entry.local?.crc32 ?? 0
                 recorded.append((entry.localHeaderOffset, entry.crc32, localCRC, entry.uncompressedSize))
+                if let span = StoredDataHashing.Span(entry) { storedData.append((entry.localHeaderOffset, span)) }
             }
             guard let local = entry.local, entry.localHeaderDefect == nil else {
                 problems.add(

@@ -17,10 +17,20 @@ final class BackgroundResult<Value: Sendable>: Sendable {
         }
     }
 
-    /// Waits for the work and returns what it returned, or throws what it threw.
-    func value() throws(HCPackError) -> Value {
+    /// What the work returned or threw, when it is done; nil while it runs. Does not wait.
+    func outcomeIfDone() -> Result<Value, HCPackError>? {
+        result.withLock { $0 }
+    }
+
+    /// Waits for the work: what it returned or threw.
+    func outcome() -> Result<Value, HCPackError> {
         done.wait()
         done.signal()  // later calls do not wait
-        return try result.withLock { $0! }.get()
+        return result.withLock { $0! }
+    }
+
+    /// Waits for the work and returns what it returned, or throws what it threw.
+    func value() throws(HCPackError) -> Value {
+        try outcome().get()
     }
 }

@@ -1,0 +1,136 @@
+import ArchiveIO
+import Digest
+import Foundation
+@testable import HostedContent
+import TestSupport
+import Testing
+
+/// A zip's large stored entries are read and hashed beside libarchive, straight from the file
+/// (`StoredDataHashing`): what a scan finds must be what libarchive's own reading finds (the in-memory scan,
+/// which never reads beside it), for archives made by hcpack and by other tools.
+@Suite("scan: stored entries read beside libarchive")
+struct StoredDataTests {
+    static let large = Int(StoredDataHashing.Span.minimumBytes)
+
+    /// Large files (one exactly at the threshold, one just under it, and when asked an ELF executable, which
+    /// hcpack would not build) among small ones.
+    static func writePackage(in folder: TemporaryFolder, executable: Bool = false) -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for index in 0..<6 { files["media/clip-\(index).bin"] = AssembledZipTests.randomBytes(large * (index + 1) + index) }
+        files["media/at-threshold.bin"] = AssembledZipTests.randomBytes(large)
+        files["media/under-threshold.bin"] = AssembledZipTests.randomBytes(large - 1)
+        if executable { files["tools/helper"] = [0x7F, 0x45, 0x4C, 0x46, 2, 1, 1, 0] + AssembledZipTests.randomBytes(large * 2) }
+        for index in 0..<40 { files["data/level-\(index).json"] = AssembledZipTests.json(500 + index * 50, seed: index) }
+        for (path, bytes) in files { folder.write("pkg/Contents/" + path, bytes) }
+        let list = files.keys.sorted().map { "<string>\($0)</string>" }.joined()
+        folder.write(
+            "pkg/ContentInfo.plist",
+            """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>IAPProductIdentifier</key><string>com.example.stored</string>
+            <key>ContentVersion</key><string>1.0</string><key>Files</key><array>\(list)</array></dict></plist>
+            """)
+        return files
+    }
+
+    /// The same archive scanned from its file and from memory: the same entries, digests and problems.
+    static func expectSameScan(_ zip: String, limits: ReadLimits = ReadLimits()) throws -> PackageSnapshot {
+        let beside = try PackageScanner.scanArchive(zip, limits: limits)
+        let bytes = try #require(FileManager.default.contents(atPath: zip).map { [UInt8]($0) })
+        let inMemory = try PackageScanner.scanArchive(bytes: bytes, name: zip, limits: limits)
+        #expect(inMemory.entriesReadBeside == 0)
+        #expect(beside.entries == inMemory.entries)
+        #expect(beside.scanProblems.problems.map(\.rule) == inMemory.scanProblems.problems.map(\.rule))
+        #expect(beside.scanProblems.problems.map(\.message) == inMemory.scanProblems.problems.map(\.message))
+        #expect(beside.isComplete == inMemory.isComplete)
+        return beside
+    }
+
+    @Test("Stored builds: every large entry is read beside libarchive, with the sources' digests")
+    func hcpackStored() throws {
+        let folder = TemporaryFolder()
+        let files = Self.writePackage(in: folder)
+        let zip = folder.url("p.zip")
+        _ = try Builder.build(
+            BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        let snapshot = try Self.expectSameScan(zip)
+        // Six clips and the one at the threshold; not the one under it, nor the plist.
+        #expect(snapshot.entriesReadBeside == 7)
+        for (path, bytes) in files {
+            let entry = try #require(snapshot.entries.first { $0.path == "Contents/" + path })
+            #expect(entry.sha256 == Digest.Hasher.digest(.sha256, of: bytes), "\(path)")
+            #expect(entry.size == Int64(bytes.count))
+        }
+        let report = try Verifier.verify(zip)
+        #expect(report.problems.problems.isEmpty, "\(report.problems.problems)")
+    }
+
+    @Test("Other tools' stored zips (data descriptors from bsdtar, none from Python) read the same", arguments: ["bsdtar", "python"])
+    func otherTools(_ tool: String) throws {
+        let folder = TemporaryFolder()
+        let files = Self.writePackage(in: folder, executable: true)
+        let zip = folder.url("p.zip")
+        let python = """
+            import os, sys, zipfile
+            with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as archive:
+                for folder, _, names in sorted(os.walk(sys.argv[2])):
+                    for name in sorted(names):
+                        path = os.path.join(folder, name)
+                        archive.write(path, os.path.relpath(path, sys.argv[2]))
+            """
+        let made =
+            tool == "bsdtar"
+            ? run("env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "--options", "zip:compression=store", "-cf", zip, "."], in: folder.url("pkg"))
+            : run("python3", ["-c", python, zip, folder.url("pkg")])
+        try #require(made.status == 0, "\(made.output)")
+        let snapshot = try Self.expectSameScan(zip)
+        // Six clips, the one at the threshold and the helper.
+        #expect(snapshot.entriesReadBeside == 8)
+        let helper = try #require(snapshot.entries.first { $0.path.hasSuffix("Contents/tools/helper") })
+        #expect(helper.executable != nil)
+        #expect(helper.sha256 == Digest.Hasher.digest(.sha256, of: try #require(files["tools/helper"])))
+        let report = try Verifier.verify(zip)
+        #expect(report.problems.problems.map(\.rule).contains(.executable), "\(report.problems.problems)")
+    }
+
+    @Test("A damaged byte in a large stored entry is found, named, as libarchive's reading finds it")
+    func damagedStoredEntry() throws {
+        let folder = TemporaryFolder()
+        let files = Self.writePackage(in: folder)
+        let zip = folder.url("p.zip")
+        _ = try Builder.build(BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        var bytes = try #require(folder.read("p.zip"))
+        // The clip's bytes are random: find them in the archive and change one in the middle.
+        let clip = try #require(files["media/clip-2.bin"])
+        let start = try #require(Self.offset(of: Array(clip.prefix(64)), in: bytes))
+        bytes[start + clip.count / 2] ^= 0x5A
+        folder.write("p.zip", bytes)
+        let snapshot = try Self.expectSameScan(zip)
+        #expect(snapshot.entriesReadBeside == 7)
+        let report = try Verifier.verify(zip)
+        let found = report.problems.problems.map { "\($0.rule.rawValue) \($0.path)" }
+        #expect(found.contains("archive.corrupt Contents/media/clip-2.bin"), "\(found)")
+        #expect(found.contains("integrity.digest-mismatch Contents/media/clip-2.bin"), "\(found)")
+    }
+
+    @Test("Limits count stored entries read beside libarchive as if read")
+    func limits() throws {
+        let folder = TemporaryFolder()
+        _ = Self.writePackage(in: folder)
+        let zip = folder.url("p.zip")
+        _ = try Builder.build(BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        for archive in [ArchiveLimits(maxEntryBytes: Int64(Self.large * 3)), ArchiveLimits(maxTotalBytes: Int64(Self.large * 10))] {
+            let snapshot = try Self.expectSameScan(zip, limits: ReadLimits(archive: archive))
+            #expect(snapshot.scanProblems.problems.map(\.rule).contains(.limitExceeded), "\(snapshot.scanProblems.problems)")
+            #expect(!snapshot.isComplete)
+        }
+    }
+
+    static func offset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard needle.count <= haystack.count else { return nil }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if haystack[start..<(start + needle.count)].elementsEqual(needle) { return start }
+        }
+        return nil
+    }
+}
