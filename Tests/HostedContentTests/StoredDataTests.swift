@@ -35,7 +35,7 @@ struct StoredDataTests {
 
     /// The same archive scanned from its file and from memory: the same entries, digests and problems.
     static func expectSameScan(_ zip: String, limits: ReadLimits = ReadLimits()) throws -> PackageSnapshot {
-        let beside = try PackageScanner.scanArchive(zip, limits: limits)
+        let beside = try PackageScanner.readArchive(zip, limits: limits, staging: nil, waitsForZipRecords: true)
         let bytes = try #require(FileManager.default.contents(atPath: zip).map { [UInt8]($0) })
         let inMemory = try PackageScanner.scanArchive(bytes: bytes, name: zip, limits: limits)
         #expect(inMemory.entriesReadBeside == 0)
@@ -43,6 +43,10 @@ struct StoredDataTests {
         #expect(beside.scanProblems.problems.map(\.rule) == inMemory.scanProblems.problems.map(\.rule))
         #expect(beside.scanProblems.problems.map(\.message) == inMemory.scanProblems.problems.map(\.message))
         #expect(beside.isComplete == inMemory.isComplete)
+        // Without waiting for the records (the default), whichever entries the threads get.
+        let unwaited = try PackageScanner.scanArchive(zip, limits: limits)
+        #expect(unwaited.entries == inMemory.entries)
+        #expect(unwaited.scanProblems.problems.map(\.message) == inMemory.scanProblems.problems.map(\.message))
         return beside
     }
 

@@ -234,8 +234,12 @@ public enum PackageScanner {
     /// Streams an archive once, like `scanArchive`, and also writes every entry that may be a content file
     /// into `staging` as it streams (install). Conflicts found while staging join the snapshot's problems.
     /// - Throws: `HCPackError` when the archive cannot be read or staging fails (disk full, permission).
-    static func readArchive(_ path: String, limits: ReadLimits, staging: StagingArea?) throws(HCPackError) -> PackageSnapshot {
-        try readArchive(origin: path, file: path, limits: limits, staging: staging) { () throws(ArchiveError) in
+    /// - Parameter waitsForZipRecords: see `StoredDataScan` (tests).
+    static func readArchive(
+        _ path: String, limits: ReadLimits, staging: StagingArea?, waitsForZipRecords: Bool = false
+    ) throws(HCPackError) -> PackageSnapshot {
+        try readArchive(origin: path, file: path, limits: limits, staging: staging, waitsForZipRecords: waitsForZipRecords) {
+            () throws(ArchiveError) in
             try ArchiveReader(path: path, limits: limits.archive, checksZipCRC: false)
         }
     }
@@ -248,7 +252,7 @@ public enum PackageScanner {
     /// directory.
     private static func readArchive(
         origin path: String, file: String?, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
-        open: () throws(ArchiveError) -> ArchiveReader
+        waitsForZipRecords: Bool = false, open: () throws(ArchiveError) -> ArchiveReader
     ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
         do {
@@ -279,7 +283,8 @@ public enum PackageScanner {
             plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
         // A scan that stages nothing reads large stored entries beside libarchive (see StoredDataHashing).
         if staging == nil, let zipRecords, let descriptor = reader.seekableDescriptor {
-            collector.storedData = StoredDataScan(records: zipRecords, descriptor: descriptor, path: path)
+            collector.storedData = StoredDataScan(
+                records: zipRecords, descriptor: descriptor, path: path, waitsForRecords: waitsForZipRecords)
         }
         // Whatever way this ends, the pipeline's workers are done before the caller removes staging, and the
         // stored-data threads before the reader closes the file.

@@ -160,8 +160,14 @@ final class StoredDataScan {
     private var isDecided = false
     private var hashing: StoredDataHashing?
 
-    init(records: BackgroundResult<ZipStructureCheck.Records?>, descriptor: Int32, path: String) {
+    /// Whether the scan waits for the records at the first entry large enough to be the threads' (tests, for
+    /// a known outcome); otherwise entries met before the records are known are read by libarchive: the
+    /// records of 100,000 entries take longer to read than the entries they would spare.
+    private let waitsForRecords: Bool
+
+    init(records: BackgroundResult<ZipStructureCheck.Records?>, descriptor: Int32, path: String, waitsForRecords: Bool) {
         self.records = records
+        self.waitsForRecords = waitsForRecords
         self.descriptor = descriptor
         self.path = path
     }
@@ -170,8 +176,7 @@ final class StoredDataScan {
     /// threads read its data; nil when libarchive is to read it.
     func span(forRead readIndex: Int, name: [UInt8], declaredSize: Int64?) -> (index: Int, size: UInt64)? {
         if !isDecided {
-            // Waited for at the first entry large enough to be the threads': reading it here would cost more.
-            let waits = (declaredSize ?? 0) >= Int64(StoredDataHashing.Span.minimumBytes)
+            let waits = waitsForRecords && (declaredSize ?? 0) >= Int64(StoredDataHashing.Span.minimumBytes)
             guard let outcome = waits ? records.outcome() : records.outcomeIfDone() else { return nil }
             isDecided = true
             guard case .success(let records?) = outcome else { return nil }
