@@ -21,6 +21,31 @@ public enum Descriptor {
         }
     }
 
+    /// Copies up to `count` bytes from `offset` in `source` to `destination` at its file offset, inside the
+    /// kernel (`copy_file_range`: no copy through user memory; shared blocks where the file system can). The
+    /// count copied, 0 when `source` ends; nil when the kernel cannot copy between these two files (different
+    /// file systems, no such call), for the caller to read and write instead. Failures name `path`.
+    public static func copyRange(
+        from source: Int32, at offset: Int64, to destination: Int32, count: Int, path: String
+    ) throws(HCPackError) -> Int? {
+        guard let copyFileRange else { return nil }
+        var from = offset
+        while true {
+            let copied = copyFileRange(source, &from, destination, nil, count, 0)
+            if copied >= 0 { return copied }
+            switch errno {
+            case EINTR: continue
+            case EXDEV, EINVAL, ENOSYS, EOPNOTSUPP: return nil
+            default: throw HCPackError.system("write", path: path, errno: errno)
+            }
+        }
+    }
+
+    private typealias CopyFileRange = @convention(c) (
+        Int32, UnsafeMutablePointer<Int64>?, Int32, UnsafeMutablePointer<Int64>?, Int, UInt32
+    ) -> Int
+    private static let copyFileRange = gnuFunction("copy_file_range", as: CopyFileRange.self)
+
     /// Reads up to `buffer.count` bytes, retrying when interrupted (`read`); 0 at the end of the file.
     public static func read(_ descriptor: Int32, into buffer: UnsafeMutableRawBufferPointer, path: String) throws(HCPackError)
         -> Int

@@ -227,9 +227,14 @@ struct InstallRobustnessTests {
         var package = PackageArchive()
         package.generated = ("big/", 60, 50_000, 3)  // 3 MB, incompressible
         let archive = package.write(to: folder.url("big.zip"))
-        let binary = hcpackBinary()
+        try Self.expectRefusedWhenFull(archive, in: folder, fileLimitKiB: 40)
+    }
 
-        // With root: a 2 MB tmpfs. Always: a file size limit (ulimit -f), under which write fails with EFBIG.
+    /// Installs `archive` (about 3 MB of files) onto a 2 MB tmpfs when root can mount one, and always under a
+    /// file size limit (`ulimit -f`, under which writes fail with EFBIG): exit 3 saying so, DEST (holding a
+    /// user's file) as it was, no staging folder left.
+    static func expectRefusedWhenFull(_ archive: String, in folder: TemporaryFolder, fileLimitKiB: Int) throws {
+        let binary = hcpackBinary()
         if let small = SmallFileSystem(at: folder.url("small"), size: "2m") {
             let dest = small.path + "/dest"
             folder.write("small/dest/mine.txt", "user file\n")
@@ -237,6 +242,7 @@ struct InstallRobustnessTests {
             let result = run(binary, ["install", archive, "--dest", dest])
             #expect(result.status == 3, "\(result.output)")
             #expect(result.output.contains("No space left on device"), "\(result.output)")
+            #expect(result.output.contains(dest), "\(result.output)")
             #expect(treeListing(dest) == before)
             #expect(try FileManager.default.contentsOfDirectory(atPath: small.path) == ["dest"])
         }
@@ -244,7 +250,8 @@ struct InstallRobustnessTests {
         let dest = folder.url("dest")
         let before = treeListing(dest)
         let result = run(
-            "/bin/bash", ["-c", "ulimit -f 40; trap '' XFSZ; exec \"$0\" install \"$1\" --dest \"$2\"", binary, archive, dest])
+            "/bin/bash",
+            ["-c", "ulimit -f \(fileLimitKiB); trap '' XFSZ; exec \"$0\" install \"$1\" --dest \"$2\"", binary, archive, dest])
         #expect(result.status == 3, "\(result.output)")
         #expect(result.output.contains("File too large"), "\(result.output)")
         #expect(treeListing(dest) == before, "no staging folder, lock or .hcpack left")

@@ -3,7 +3,8 @@ import TestSupport
 import Testing
 
 /// Archives are read through a memory mapping (ArchiveIO's MappedInput): a file cut short by another
-/// process mid-read raises SIGBUS, which the command line turns into an ordinary I/O failure.
+/// process mid-read raises SIGBUS, which the command line turns into an ordinary I/O failure; large stored
+/// entries are read with `pread` beside it, and a short read says the same.
 @Suite("An archive truncated while hcpack reads it")
 struct TruncatedArchiveTests {
     /// Starts hcpack on a 160 MiB stored zip, waits until /proc shows the archive mapped, truncates it, and
@@ -45,7 +46,10 @@ struct TruncatedArchiveTests {
         try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
         let output = runTruncating([hcpackBinary(), "install", archive, "--dest", dest], archive: archive, in: folder)
         #expect(output.hasPrefix("3 hcpack: error: an archive was truncated"), "\(output)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dest) == [".hcpack"])
+        // SIGBUS (the mapped archive) ends the process with its staging left; a short read beside the mapping
+        // (large stored entries, StoredDataHashing) fails the install, which removes everything it made.
+        let left = try FileManager.default.contentsOfDirectory(atPath: dest)
+        #expect(left == [".hcpack"] || left.isEmpty, "\(left)")
         // The killed run's staging folder goes with the next install (here refused: the archive is damaged).
         let rerun = run(hcpackBinary(), ["install", archive, "--dest", dest], in: folder.path)
         #expect(rerun.status != 0)

@@ -1,5 +1,6 @@
 import ArchiveIO
 import Digest
+import FileSystemIO
 import Foundation
 @testable import HostedContent
 import TestSupport
@@ -33,6 +34,15 @@ struct StoredDataTests {
         return files
     }
 
+    /// `writePackage`, built with `--compression store` into p.zip.
+    static func storedBuild() throws -> (folder: TemporaryFolder, files: [String: [UInt8]], zip: String) {
+        let folder = TemporaryFolder()
+        let files = writePackage(in: folder)
+        let zip = folder.url("p.zip")
+        _ = try Builder.build(BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        return (folder, files, zip)
+    }
+
     /// The same archive scanned from its file and from memory: the same entries, digests and problems.
     static func expectSameScan(_ zip: String, limits: ReadLimits = ReadLimits()) throws -> PackageSnapshot {
         let beside = try PackageScanner.readArchive(zip, limits: limits, staging: nil, waitsForZipRecords: true)
@@ -52,11 +62,8 @@ struct StoredDataTests {
 
     @Test("Stored builds: every large entry is read beside libarchive, with the sources' digests")
     func hcpackStored() throws {
-        let folder = TemporaryFolder()
-        let files = Self.writePackage(in: folder)
-        let zip = folder.url("p.zip")
-        _ = try Builder.build(
-            BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        let (folder, files, zip) = try Self.storedBuild()
+        defer { withExtendedLifetime(folder) {} }  // its deinit removes the files
         let snapshot = try Self.expectSameScan(zip)
         // Six clips and the one at the threshold; not the one under it, nor the plist.
         #expect(snapshot.entriesReadBeside == 7)
@@ -99,10 +106,7 @@ struct StoredDataTests {
 
     @Test("A damaged byte in a large stored entry is found, named, as libarchive's reading finds it")
     func damagedStoredEntry() throws {
-        let folder = TemporaryFolder()
-        let files = Self.writePackage(in: folder)
-        let zip = folder.url("p.zip")
-        _ = try Builder.build(BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        let (folder, files, zip) = try Self.storedBuild()
         var bytes = try #require(folder.read("p.zip"))
         // The clip's bytes are random: find them in the archive and change one in the middle.
         let clip = try #require(files["media/clip-2.bin"])
@@ -117,12 +121,27 @@ struct StoredDataTests {
         #expect(found.contains("integrity.digest-mismatch Contents/media/clip-2.bin"), "\(found)")
     }
 
+    @Test("Staging: large stored entries are copied beside libarchive, and the staged files hold the sources' bytes")
+    func staging() throws {
+        let (folder, files, zip) = try Self.storedBuild()
+        folder.makeFolder("stage")
+        let area = try StagingArea(in: DirectoryHandle.open(folder.url("stage")))
+        let snapshot = try PackageScanner.readArchive(zip, limits: ReadLimits(), staging: area, waitsForZipRecords: true)
+        #expect(snapshot.entriesReadBeside == 7)
+        #expect(snapshot.scanProblems.problems.isEmpty, "\(snapshot.scanProblems.problems)")
+        #expect(area.writtenFiles == files.count)
+        for (path, bytes) in files {
+            #expect(folder.read("stage/\(area.name)/Contents/\(path)") == bytes, "\(path)")
+            let entry = try #require(snapshot.entries.first { $0.path == "Contents/" + path })
+            #expect(entry.sha256 == Digest.Hasher.digest(.sha256, of: bytes), "\(path)")
+        }
+        try area.remove()
+    }
+
     @Test("Limits count stored entries read beside libarchive as if read")
     func limits() throws {
-        let folder = TemporaryFolder()
-        _ = Self.writePackage(in: folder)
-        let zip = folder.url("p.zip")
-        _ = try Builder.build(BuildOptions(source: folder.url("pkg"), output: zip, compression: .store))
+        let (folder, _, zip) = try Self.storedBuild()
+        defer { withExtendedLifetime(folder) {} }  // its deinit removes the files
         for archive in [ArchiveLimits(maxEntryBytes: Int64(Self.large * 3)), ArchiveLimits(maxTotalBytes: Int64(Self.large * 10))] {
             let snapshot = try Self.expectSameScan(zip, limits: ReadLimits(archive: archive))
             #expect(snapshot.scanProblems.problems.map(\.rule).contains(.limitExceeded), "\(snapshot.scanProblems.problems)")

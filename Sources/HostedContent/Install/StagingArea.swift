@@ -8,10 +8,11 @@ import Synchronization
 /// so no entry can write outside it. Names were already checked by `PackagePath.unsafeArchiveNameReason`.
 ///
 /// Files and folders are created by the pipeline's writing worker, just before their first bytes
-/// (`beginFile`); the caller's thread only decides what is staged.
+/// (`beginFile`), or for large stored entries by the threads that copy them (`opener(forFile:)`); the
+/// caller's thread only decides what is staged.
 public final class StagingArea: @unchecked Sendable {
-    // @unchecked: `openFolders` is the writing worker's while files stream (the pipeline runs the openers
-    // one after another), the caller's again after `HashPipeline.finishWriting()`; conflicts sit behind a mutex.
+    // @unchecked: `openFolders` is the openers' while files stream (they run one at a time, behind `creating`),
+    // the caller's again once writing is done; conflicts sit behind a mutex.
     /// Prefix of staging folder names in `DEST/.hcpack/`; leftovers with it are removed by the next install.
     public static let namePrefix = "staging-"
 
@@ -37,6 +38,9 @@ public final class StagingArea: @unchecked Sendable {
     /// The folders of the previous file, outermost first: archives list a folder's files together, and a
     /// new folder mostly shares its parents with the last one, so only the folders that differ are made.
     private var openFolders: [(name: Substring, handle: DirectoryHandle)] = []
+    /// Held while a staged file and its folders are made: the pipeline's writing worker and the threads that
+    /// write large stored entries (`StoredDataHashing`) make them.
+    private let creating = Mutex(())
     /// What each folder right under a Contents/ holds ("Contents/media", or "ROOT/Contents/media").
     private var topFolders: [String: FolderSummary] = [:]
 
@@ -119,6 +123,14 @@ public final class StagingArea: @unchecked Sendable {
     /// worker creates the file: a conflict with an entry already staged is recorded in `problems`, a file
     /// system failure (disk full, permission, I/O) fails the pipeline.
     func beginFile(_ name: String, through pipeline: HashPipeline) -> StagedFileWriter? {
+        guard let open = opener(forFile: name) else { return nil }
+        let file = pipeline.adopt(opening: open)
+        return StagedFileWriter(file: file, area: self, pipeline: pipeline)
+    }
+
+    /// What creates the staged file `name` (on whichever thread writes it), when it is to be staged: the
+    /// checks and records of `beginFile`. nil when it need not be staged or is already in place in DEST.
+    func opener(forFile name: String) -> HashPipeline.Opener? {
         guard Self.mayBeContent(name) else { return nil }
         // A name verify refuses as too long (content.long-path) is not staged: the file system would refuse it,
         // and a path of 400 kB would otherwise be 200,000 nested folders. Room for the root folder's name.
@@ -140,8 +152,15 @@ public final class StagingArea: @unchecked Sendable {
             let prefixBytes = parts[...contentsIndex].reduce(0) { $0 + $1.utf8.count + 1 }
             topFolders[top, default: FolderSummary()].add(Substring(name.utf8.dropFirst(prefixBytes)))
         }
-        let file = pipeline.adopt { [self, parts] () throws(HCPackError) in try create(name, folders: parts, leaf: leaf) }
-        return StagedFileWriter(file: file, area: self, pipeline: pipeline)
+        return { [self, parts] () throws(HCPackError) in
+            try creating.withLock { _ throws(HCPackError) in try create(name, folders: parts, leaf: leaf) }
+        }
+    }
+
+    /// Counts a file written beside the pipeline (`StoredDataHashing`), for progress.
+    func countStaged(bytes: Int64) {
+        account(bytes: bytes)
+        accountFile()
     }
 
     /// Creates the staged file `name` and the folders it needs, on the pipeline's writing worker; nil (and a

@@ -284,24 +284,84 @@ final class HashPipeline: @unchecked Sendable {
     }
 }
 
-/// The writing worker's open files: descriptor, path for messages, bytes written, bytes handed to writeback.
-private struct AdoptedFiles {
-    private struct OpenFile {
-        var descriptor: Int32
-        var path: String
-        var startsWriteback: Bool
-        var written: Int64 = 0
-        var writebackStarted: Int64 = 0
-        var failed = false
+/// A staged file being written: its descriptor, its path for messages, the bytes written and those handed to
+/// writeback. Written by the pipeline's writing worker (`AdoptedFiles`) or by `StoredDataHashing`.
+struct StagedOutput {
+    let descriptor: Int32
+    let path: String
+    let startsWriteback: Bool
+    private var written: Int64 = 0
+    private var writebackStarted: Int64 = 0
+    /// A write failed: the file gets nothing more and is not kept.
+    private(set) var failed = false
+
+    init(descriptor: Int32, path: String, startsWriteback: Bool) {
+        self.descriptor = descriptor
+        self.path = path
+        self.startsWriteback = startsWriteback
     }
+
+    /// Writes all of `bytes`; after a failure the file gets nothing more.
+    mutating func write(_ bytes: UnsafeRawBufferPointer) -> HCPackError? {
+        if failed { return nil }
+        do throws(HCPackError) {
+            try Descriptor.writeAll(descriptor, bytes, path: path)
+        } catch {
+            failed = true
+            return error
+        }
+        wrote(Int64(bytes.count))
+        return nil
+    }
+
+    /// Counts `count` bytes written by other means (`copy_file_range`).
+    mutating func wrote(_ count: Int64) {
+        written += count
+        // Writeback starts here, on the writing thread, rather than all at once in the final sync.
+        if startsWriteback && written - writebackStarted >= FileSystemSync.writebackChunk {
+            FileSystemSync.startWriteback(descriptor, from: writebackStarted, length: written - writebackStarted)
+            writebackStarted = written
+        }
+    }
+
+    /// Marks the file failed (it is then released, not kept).
+    mutating func fail() { failed = true }
+
+    /// Closes the file; with `keep` (and no failure), first mode 0644, `fsync` where the folder cannot be
+    /// synced as a whole, and the writeback of the rest. Returns the first failure.
+    func close(keep: Bool) -> HCPackError? {
+        var failure: HCPackError?
+        if keep && !failed {
+            do throws(HCPackError) {
+                try Descriptor.setMode(descriptor, 0o644, path: path)
+                if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: path) }
+                if startsWriteback && written - writebackStarted >= 128 << 10 {
+                    // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
+                    FileSystemSync.startWriteback(descriptor, from: writebackStarted, length: written - writebackStarted)
+                }
+            } catch {
+                failure = error
+            }
+        }
+        if keep && failure == nil && !failed {
+            do throws(HCPackError) { try Descriptor.close(descriptor, path: path) } catch { failure = error }
+        } else {
+            Descriptor.release(descriptor)
+        }
+        return failure
+    }
+}
+
+/// The writing worker's open files.
+private struct AdoptedFiles {
     /// Adopted files that opened; one that did not gets no entry, and its data is dropped.
-    private var files: [HashPipeline.File: OpenFile] = [:]
+    private var files: [HashPipeline.File: StagedOutput] = [:]
 
     /// Opens an adopted file; returns the opener's failure.
     mutating func adopt(_ file: HashPipeline.File, open: HashPipeline.Opener, startsWriteback: Bool) -> HCPackError? {
         do throws(HCPackError) {
             guard let (descriptor, path) = try open() else { return nil }
-            files[file] = OpenFile(descriptor: descriptor, path: path, startsWriteback: startsWriteback)
+            files[file] = StagedOutput(descriptor: descriptor, path: path, startsWriteback: startsWriteback)
             return nil
         } catch {
             return error
@@ -310,48 +370,11 @@ private struct AdoptedFiles {
 
     /// Writes all of `bytes`; after a failure the file gets nothing more.
     mutating func write(_ bytes: UnsafeRawBufferPointer, to handle: HashPipeline.File) -> HCPackError? {
-        guard var file = files[handle], !file.failed else { return nil }
-        let descriptor = file.descriptor
-        do throws(HCPackError) {
-            try Descriptor.writeAll(descriptor, bytes, path: file.path)
-        } catch {
-            file.failed = true
-            files[handle] = file
-            return error
-        }
-        file.written += Int64(bytes.count)
-        // Writeback starts here, on the worker, rather than all at once in the final sync.
-        if file.startsWriteback && file.written - file.writebackStarted >= FileSystemSync.writebackChunk {
-            FileSystemSync.startWriteback(descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
-            file.writebackStarted = file.written
-        }
-        files[handle] = file
-        return nil
+        files[handle]?.write(bytes) ?? nil
     }
 
     mutating func close(_ handle: HashPipeline.File, keep: Bool) -> HCPackError? {
-        guard let file = files.removeValue(forKey: handle) else { return nil }
-        let descriptor = file.descriptor
-        var failure: HCPackError?
-        if keep && !file.failed {
-            do throws(HCPackError) {
-                try Descriptor.setMode(descriptor, 0o644, path: file.path)
-                if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: file.path) }
-                if file.startsWriteback && file.written - file.writebackStarted >= 128 << 10 {
-                    // Not for small files: one writeback request per few kilobytes costs more than the final syncfs.
-                    FileSystemSync.startWriteback(
-                        descriptor, from: file.writebackStarted, length: file.written - file.writebackStarted)
-                }
-            } catch {
-                failure = error
-            }
-        }
-        if keep && failure == nil && !file.failed {
-            do throws(HCPackError) { try Descriptor.close(descriptor, path: file.path) } catch { failure = error }
-        } else {
-            Descriptor.release(descriptor)
-        }
-        return failure
+        files.removeValue(forKey: handle)?.close(keep: keep)
     }
 
     mutating func closeAll() {

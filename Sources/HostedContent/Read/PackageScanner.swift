@@ -281,8 +281,8 @@ public enum PackageScanner {
             } : nil
         var collector = ArchiveCollector(
             plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
-        // A scan that stages nothing reads large stored entries beside libarchive (see StoredDataHashing).
-        if staging == nil, let zipRecords, let descriptor = reader.seekableDescriptor {
+        // Large stored entries are read (and staged) beside libarchive (see StoredDataHashing).
+        if let zipRecords, let descriptor = reader.seekableDescriptor {
             collector.storedData = StoredDataScan(
                 records: zipRecords, descriptor: descriptor, path: path, waitsForRecords: waitsForZipRecords)
         }
@@ -443,6 +443,11 @@ struct ArchiveCollector {
         {
             try reader.leaveData(toCaller: Int64(stored.size))
             entry.size = Int64(stored.size)
+            // A second entry with this name is never staged, as below.
+            if let staging, earlier == nil, let open = staging.opener(forFile: name) {
+                storedData?.copy(span: stored.index, opening: open)
+                staging.countStaged(bytes: entry.size)
+            }
             storedFiles.append((earlier == nil ? entries.count : nil, entriesRead - 1, stored.index, entry.size))
         } else if entry.kind == .file {
             // A few candidates at most: more than one already means more than one package.

@@ -6,7 +6,8 @@ import Foundation
 import Synchronization
 
 /// Hashes (SHA-256 and CRC-32) the data of a zip's large stored entries straight from the archive file, one
-/// thread per core, while the scan's reading thread goes on with the other entries (verify, inspect).
+/// thread per core, while the scan's reading thread goes on with the other entries; for install, also copies
+/// each one the scan stages into its staged file (`copy`).
 ///
 /// libarchive reads one entry after another on one thread: the media of a package (stored, most of its bytes)
 /// waited behind the inflating of its small files, and then kept that thread busy mapping, copying and
@@ -62,6 +63,11 @@ final class StoredDataHashing: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
     private let threadCount: Int
     private var waited = false
+    /// Spans to copy into staged files (install), and whether more may come.
+    private let copies = Mutex<(queue: [(span: Int, open: HashPipeline.Opener)], closed: Bool)>(([], false))
+    /// Signalled once per copy queued, and once per thread when no more will come. Made at 0: libdispatch
+    /// traps when a semaphore is freed below its initial value.
+    private let copyQueued = DispatchSemaphore(value: 0)
 
     /// Starts reading `spans` of the file open as `descriptor` (owned by the caller, which keeps it open until
     /// `outcomes` or `stop` has returned), in their order.
@@ -81,8 +87,16 @@ final class StoredDataHashing: @unchecked Sendable {
         }
     }
 
-    /// Waits for the threads to read the spans before `limit`; each span's outcome, by its place in `spans`
-    /// (nil past `limit`). Throws the first read failure.
+    /// Copies span `index` into the staged file `open` creates, once the scan has decided to stage it: in the
+    /// kernel (`Descriptor.copyRange`), while the span's digests are computed apart. A failure (disk full)
+    /// fails the scan, as the pipeline's writes do.
+    func copy(span index: Int, opening open: @escaping HashPipeline.Opener) {
+        copies.withLock { $0.queue.append((index, open)) }
+        copyQueued.signal()
+    }
+
+    /// Waits for the threads to read the spans before `limit` and make the copies asked for; each span's
+    /// outcome, by its place in `spans` (nil past `limit`). Throws the first failure.
     func outcomes(before limit: Int) throws(HCPackError) -> [Outcome?] {
         spanLimit.store(min(limit, spans.count), ordering: .relaxed)
         waitForThreads()
@@ -100,24 +114,87 @@ final class StoredDataHashing: @unchecked Sendable {
     private func waitForThreads() {
         if waited { return }
         waited = true
+        copies.withLock { $0.closed = true }
+        for _ in 0..<threadCount { copyQueued.signal() }
         for _ in 0..<threadCount { stopped.wait() }
     }
 
+    /// Copies first (the scan waits for them at its end), then the next span to hash; with neither, waits for
+    /// a copy until no more can come.
     private func work() {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkSize, alignment: 64)
         defer { buffer.deallocate() }
         while !cancelled.load(ordering: .relaxed) {
-            let index = nextSpan.wrappingAdd(1, ordering: .relaxed).oldValue
-            guard index < spanLimit.load(ordering: .relaxed) else { return }
             do throws(HCPackError) {
-                guard let outcome = try read(spans[index], index: index, through: buffer) else { return }
-                shared.withLock { $0.outcomes[index] = outcome }
+                if let copy = copies.withLock({ $0.queue.isEmpty ? nil : $0.queue.removeFirst() }) {
+                    try self.copy(spans[copy.span], opening: copy.open, through: buffer)
+                    continue
+                }
+                let index = nextSpan.load(ordering: .relaxed)
+                if index < spanLimit.load(ordering: .relaxed),
+                    nextSpan.compareExchange(expected: index, desired: index + 1, ordering: .relaxed).exchanged
+                {
+                    if let outcome = try read(spans[index], index: index, through: buffer) {
+                        shared.withLock { $0.outcomes[index] = outcome }
+                    }
+                    continue
+                }
+                if index < spanLimit.load(ordering: .relaxed) { continue }  // another thread took it
             } catch {
                 cancelled.store(true, ordering: .relaxed)
                 shared.withLock { if $0.failure == nil { $0.failure = error } }
                 return
             }
+            if copies.withLock({ $0.closed && $0.queue.isEmpty }) { return }
+            copyQueued.wait()
         }
+    }
+
+    /// Creates a staged file and copies `span` into it; nothing when `open` declines (a conflict it recorded).
+    private func copy(_ span: Span, opening open: HashPipeline.Opener, through buffer: UnsafeMutableRawBufferPointer)
+        throws(HCPackError)
+    {
+        guard let (descriptor, path) = try open() else { return }
+        var output = StagedOutput(descriptor: descriptor, path: path, startsWriteback: true)
+        var done: UInt64 = 0
+        var inKernel = true
+        while done < span.size {
+            if cancelled.load(ordering: .relaxed) {
+                _ = output.close(keep: false)
+                return
+            }
+            let count = Int(min(UInt64(buffer.count), span.size - done))
+            let offset = Int64(span.dataOffset + done)
+            var copied = 0
+            do throws(HCPackError) {
+                if inKernel,
+                    let kernel = try Descriptor.copyRange(from: file.descriptor, at: offset, to: descriptor, count: count, path: path)
+                {
+                    copied = kernel
+                    output.wrote(Int64(copied))
+                } else {
+                    inKernel = false
+                    let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[..<count])
+                    copied = try file.readAvailable(into: chunk, at: offset)
+                    if let failure = output.write(UnsafeRawBufferPointer(rebasing: chunk[..<copied])) { throw failure }
+                }
+            } catch {
+                output.fail()
+                _ = output.close(keep: false)
+                throw error
+            }
+            if copied == 0 {
+                _ = output.close(keep: false)
+                throw Self.truncated(file.path)
+            }
+            done += UInt64(copied)
+        }
+        if let failure = output.close(keep: true) { throw failure }
+    }
+
+    private static func truncated(_ path: String) -> HCPackError {
+        // The records placed these bytes inside the file: it was cut short meanwhile.
+        HCPackError(.io, "an archive was truncated while hcpack was reading it (\(path)); run the command again", path: path)
     }
 
     /// One span's digests; nil when stopped or limited meanwhile.
@@ -131,10 +208,7 @@ final class StoredDataHashing: @unchecked Sendable {
             let count = Int(min(UInt64(buffer.count), span.size - done))
             let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[..<count])
             guard try file.readAvailable(into: chunk, at: Int64(span.dataOffset + done)) == count else {
-                // The records placed these bytes inside the file: it was cut short meanwhile.
-                throw HCPackError(
-                    .io, "an archive was truncated while hcpack was reading it (\(file.path)); run the command again",
-                    path: file.path)
+                throw Self.truncated(file.path)
             }
             let bytes = UnsafeRawBufferPointer(chunk)
             hasher.update(bytes)
@@ -197,6 +271,11 @@ final class StoredDataScan {
     /// read failure.
     func outcomes(before limit: Int) throws(HCPackError) -> [StoredDataHashing.Outcome?] {
         try hashing?.outcomes(before: limit) ?? []
+    }
+
+    /// Copies span `index` into the staged file `open` creates (see `StoredDataHashing.copy`).
+    func copy(span index: Int, opening open: @escaping HashPipeline.Opener) {
+        hashing?.copy(span: index, opening: open)
     }
 
     /// Stops the threads and waits for them.
