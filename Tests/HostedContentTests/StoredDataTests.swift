@@ -138,6 +138,21 @@ struct StoredDataTests {
         try area.remove()
     }
 
+    @Test("Large stored entries whose data overlap (a header hidden in another's data) are all left to libarchive")
+    func overlapping() throws {
+        let folder = TemporaryFolder()
+        var zip = RawZip.package([])
+        var hidden = RawZipEntry("Contents/inner.bin", AssembledZipTests.randomBytes(Self.large + 10))
+        zip.entries.append(RawZipEntry("Contents/outer.bin", hidden.localRecord() + AssembledZipTests.randomBytes(Self.large)))
+        hidden.pointsIntoDataOf = 2
+        zip.entries.append(hidden)
+        let path = zip.write(to: folder.url("overlap.zip"))
+        let snapshot = try Self.expectSameScan(path)
+        #expect(snapshot.entriesReadBeside == 0)
+        let report = try Verifier.verify(path)
+        #expect(!report.problems.problems.isEmpty)
+    }
+
     @Test("Limits count stored entries read beside libarchive as if read")
     func limits() throws {
         let (folder, _, zip) = try Self.storedBuild()

@@ -17,7 +17,8 @@ import Synchronization
 /// it (`ArchiveReader.leaveData`). The records' checks (`ZipStructureCheck`) and the comparison of each CRC-32
 /// and size with the central directory apply to these entries as to every other.
 final class StoredDataHashing: @unchecked Sendable {
-    // @unchecked: `outcomes` and `failure` sit behind the mutex; the rest is set in `init` and not changed.
+    // @unchecked: outcomes, the failure and the copies sit behind mutexes; `waited` is the scan thread's; the
+    // rest is set in `init` and not changed.
 
     /// A stored entry's data in the archive file.
     struct Span: Sendable {
@@ -69,8 +70,8 @@ final class StoredDataHashing: @unchecked Sendable {
     /// traps when a semaphore is freed below its initial value.
     private let copyQueued = DispatchSemaphore(value: 0)
 
-    /// Starts reading `spans` of the file open as `descriptor` (owned by the caller, which keeps it open until
-    /// `outcomes` or `stop` has returned), in their order.
+    /// Starts reading `spans` of the file open as `descriptor` in their order. The descriptor becomes this
+    /// object's (a duplicate of the reader's, so that neither outlives the other's file), closed in `deinit`.
     init(spans: [Span], descriptor: Int32, path: String) {
         self.spans = spans
         file = PositionedFile(descriptor: descriptor, path: path)
@@ -86,6 +87,9 @@ final class StoredDataHashing: @unchecked Sendable {
             thread.start()
         }
     }
+
+    /// The threads hold this object until they end, so they are done with the file here.
+    deinit { Descriptor.release(file.descriptor) }
 
     /// Copies span `index` into the staged file `open` creates, once the scan has decided to stage it: in the
     /// kernel (`Descriptor.copyRange`), while the span's digests are computed apart. A failure (disk full)
@@ -259,7 +263,11 @@ final class StoredDataScan {
                 plan[index] = spans.count
                 spans.append(byReadIndex[index]!)
             }
-            if !spans.isEmpty { hashing = StoredDataHashing(spans: spans, descriptor: descriptor, path: path) }
+            if !spans.isEmpty, let owned = try? Descriptor.duplicate(descriptor, path: path) {
+                hashing = StoredDataHashing(spans: spans, descriptor: owned, path: path)
+            } else {
+                plan = [:]
+            }
         }
         guard let index = plan[readIndex] else { return nil }
         let span = spans[index]

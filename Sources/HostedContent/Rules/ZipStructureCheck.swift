@@ -67,12 +67,15 @@ enum ZipStructureCheck {
 
     /// The stored entries whose data a scan may read from the file itself, by their place in libarchive's
     /// reading order (the n-th smallest local header offset, as in `compare`); empty when the records are
-    /// damaged or two of them share an offset, when the order cannot be relied on.
+    /// damaged or two of them share an offset, when the order cannot be relied on, and when two of these
+    /// entries share data bytes (an overlapping zip, refused anyway: no byte is read twice ahead of the scan).
     static func storedDataPlan(of records: Records) -> [Int: StoredDataHashing.Span] {
         let check = records.check
         guard records.directory.defects.isEmpty, !check.storedData.isEmpty else { return [:] }
         let offsets = check.recorded.map(\.offset).sorted()
         for index in offsets.indices.dropFirst() where offsets[index] == offsets[index - 1] { return [:] }
+        let data = check.storedData.map { $0.span.dataOffset..<($0.span.dataOffset + $0.span.size) }.sorted { $0.lowerBound < $1.lowerBound }
+        for index in data.indices.dropFirst() where data[index].lowerBound < data[index - 1].upperBound { return [:] }
         var plan: [Int: StoredDataHashing.Span] = [:]
         for (offset, span) in check.storedData {
             var low = 0
