@@ -138,6 +138,29 @@ struct StoredDataTests {
         try area.remove()
     }
 
+    @Test("A wrong CRC-32 in a large stored entry's central record is found when staging too (install), as verify finds it")
+    func wrongRecordedChecksumWhileStaging() throws {
+        let (folder, _, zip) = try Self.storedBuild()
+        var bytes = try #require(folder.read("p.zip"))
+        // The central record names the entry last; its CRC-32 sits 16 bytes into the record, 46 before the name.
+        let name = Array("Contents/media/clip-3.bin".utf8)
+        var nameAt: Int?
+        for start in 0...(bytes.count - name.count) where bytes[start..<(start + name.count)].elementsEqual(name) { nameAt = start }
+        let record = try #require(nameAt) - 46
+        try #require(bytes[record..<(record + 4)].elementsEqual([0x50, 0x4B, 0x01, 0x02]))
+        bytes[record + 16] ^= 0xFF
+        folder.write("p.zip", bytes)
+        folder.makeFolder("stage")
+        let area = try StagingArea(in: DirectoryHandle.open(folder.url("stage")))
+        let staged = try PackageScanner.readArchive(zip, limits: ReadLimits(), staging: area, waitsForZipRecords: true)
+        try area.remove()
+        #expect(staged.entriesReadBeside == 7)
+        let found = staged.scanProblems.problems.map { "\($0.rule.rawValue) \($0.path)" }
+        #expect(found.contains("archive.corrupt Contents/media/clip-3.bin"), "\(found)")
+        let scanned = try Self.expectSameScan(zip)
+        #expect(staged.scanProblems.problems.map(\.message) == scanned.scanProblems.problems.map(\.message))
+    }
+
     @Test("Large stored entries whose data overlap (a header hidden in another's data) are all left to libarchive")
     func overlapping() throws {
         let folder = TemporaryFolder()

@@ -403,22 +403,25 @@ struct ArchiveCollector {
     }
 
     /// The CRC-32 and size of every file entry read whole; waits for the pipeline. Empty without `checksums`.
+    /// Those of entries read beside libarchive (`storedChecksums`) included, whichever thread checksummed the rest.
     func readChecksums() -> [ZipStructureCheck.ReadChecksum] {
+        let read: [ZipStructureCheck.ReadChecksum]
         switch checksummer {
         case nil:
             return []
         case .readingThread:
-            return zip(readFiles, ownChecksums).map { file, crc in
+            read = zip(readFiles, ownChecksums).map { file, crc in
                 ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: crc, size: file.size)
-            } + storedChecksums
+            }
         case .writingWorker:
             let checksums = hashes.checksums()
-            return readFiles.compactMap { file in
+            read = readFiles.compactMap { file in
                 file.ticket < checksums.count
                     ? ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: checksums[file.ticket], size: file.size)
                     : nil
             }
         }
+        return read + storedChecksums
     }
 
     /// Records one entry; a regular file's data is hashed and, when `staging` wants it, written there.
