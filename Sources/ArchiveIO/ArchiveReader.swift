@@ -337,13 +337,7 @@ public final class ArchiveReader {
     public func leaveData(toCaller count: Int64) throws(ArchiveError) {
         let entry = try currentEntry("leaveData")
         let name = Self.displayName(entry)
-        if count > limits.maxEntryBytes {
-            throw ArchiveError(.limitExceeded, "\(name) is larger than \(limits.maxEntryBytes) bytes (limit maxEntryBytes)")
-        }
-        if count > limits.maxTotalBytes - totalBytes {
-            throw ArchiveError(
-                .limitExceeded, "archive content is larger than \(limits.maxTotalBytes) bytes (limit maxTotalBytes)")
-        }
+        try checkSizeLimits(adding: count, entryBytes: count, name: name)
         if let declared = entry.declaredSize, count != declared {
             throw ArchiveError(.corrupt, "\(name) declares \(declared) bytes but holds \(count) (truncated or damaged)")
         }
@@ -515,16 +509,7 @@ public final class ArchiveReader {
     /// Checks the limits for `count` more bytes of `entry` before they reach the caller.
     private func account(_ count: Int64, for entry: ArchiveEntry, name: String, delivered: Int64) throws(ArchiveError) {
         let entryBytes = delivered + count
-        if entryBytes > limits.maxEntryBytes {
-            throw ArchiveError(
-                .limitExceeded, "\(name) is larger than \(limits.maxEntryBytes) bytes (limit maxEntryBytes)")
-        }
-        // Not `totalBytes + count`: a sparse hole can be nearly Int64.max bytes, which overflowed (trapped)
-        // when maxEntryBytes allowed it. totalBytes never exceeds the limit, so this cannot overflow.
-        if count > limits.maxTotalBytes - totalBytes {
-            throw ArchiveError(
-                .limitExceeded, "archive content is larger than \(limits.maxTotalBytes) bytes (limit maxTotalBytes)")
-        }
+        try checkSizeLimits(adding: count, entryBytes: entryBytes, name: name)
         totalBytes += count
         if totalBytes > limits.ratioGraceBytes {
             // Raw bytes consumed from the file or memory so far (the bottom of the filter chain).
@@ -539,6 +524,21 @@ public final class ArchiveReader {
         }
         if let declared = entry.declaredSize, entryBytes > declared {
             throw ArchiveError(.corrupt, "\(name) declares \(declared) bytes but holds more")
+        }
+    }
+
+    /// Throws when `count` more bytes, making the entry `entryBytes` long, would pass `maxEntryBytes` or
+    /// `maxTotalBytes`.
+    private func checkSizeLimits(adding count: Int64, entryBytes: Int64, name: String) throws(ArchiveError) {
+        if entryBytes > limits.maxEntryBytes {
+            throw ArchiveError(
+                .limitExceeded, "\(name) is larger than \(limits.maxEntryBytes) bytes (limit maxEntryBytes)")
+        }
+        // Not `totalBytes + count`: a sparse hole can be nearly Int64.max bytes, which overflowed (trapped)
+        // when maxEntryBytes allowed it. totalBytes never exceeds the limit, so this cannot overflow.
+        if count > limits.maxTotalBytes - totalBytes {
+            throw ArchiveError(
+                .limitExceeded, "archive content is larger than \(limits.maxTotalBytes) bytes (limit maxTotalBytes)")
         }
     }
 
