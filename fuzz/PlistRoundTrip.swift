@@ -24,7 +24,8 @@ func checkXMLRoundTrip(_ value: PlistValue) {
     }
 }
 
-/// False for values `encodeXML` documents as lossy: NaN, characters XML 1.0 cannot hold, dates outside 1...9999.
+/// False for values `encodeXML` documents as lossy: NaN, characters XML 1.0 cannot hold, dates outside 1...9999
+/// or with a sub-second part.
 func isRoundTrippable(_ value: PlistValue) -> Bool {
     switch value {
     case .string(let text): return isXMLText(text)
@@ -32,7 +33,7 @@ func isRoundTrippable(_ value: PlistValue) -> Bool {
     case .date(let date):
         let seconds = date.timeIntervalSinceReferenceDate
         // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z relative to 2001-01-01.
-        return seconds >= -63_113_904_000 && seconds <= 252_423_993_599
+        return seconds >= -63_113_904_000 && seconds <= 252_423_993_599 && seconds == seconds.rounded(.down)
     case .integer, .boolean, .data: return true
     case .array(let values): return values.allSatisfy(isRoundTrippable)
     case .dictionary(let dictionary):

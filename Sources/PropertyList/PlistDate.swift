@@ -31,7 +31,7 @@ enum PlistDate {
 
         var fraction: Substring = ""
         if bytes.count > 20 {
-            // ".digits" between the seconds and the Z, written only for dates with sub-second parts.
+            // ".digits" between the seconds and the Z: other writers' sub-second parts, read exactly.
             let fractionText = bytes[19..<(bytes.count - 1)]
             guard fractionText.count >= 2, fractionText.first == 0x2E,
                   fractionText.dropFirst().allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
@@ -43,36 +43,22 @@ enum PlistDate {
             + Int64(hour * 3600 + minute * 60 + second)
         let whole = unix - unixToReference
         guard !fraction.isEmpty else { return Date(timeIntervalSinceReferenceDate: Double(whole)) }
-        // Rebuild the decimal the writer started from and let Double round it once, so the value comes back exactly:
+        // Rebuild the decimal the text holds and let Double round it once, so the value is read exactly:
         // -2 + 0.7 is written as "-1.3", not added in binary floating point.
         let decimal = whole >= 0 ? "\(whole).\(fraction)" : "-\(-whole - 1).\(complement(fraction))"
         guard let interval = Double(decimal) else { return nil }
         return Date(timeIntervalSinceReferenceDate: interval)
     }
 
-    /// Formats a date in UTC; whole seconds as Apple writes them, a fraction only when the date has one.
+    /// Formats a date in UTC as Apple's writer does: whole seconds (a fraction is dropped, rounding down, as
+    /// CFPropertyList does) and `Z`. Python's plistlib reads no other form, and Apple never writes one.
     ///
     /// Dates outside the years 1 to 9999 are clamped into that range.
     static func format(_ date: Date) -> String {
         var interval = date.timeIntervalSinceReferenceDate
         if interval.isNaN { interval = 0 }
         interval = min(max(interval, earliest), latest)
-        // Work on the shortest decimal that reads back as `interval`, so the fraction is exact text, not binary.
-        let decimal = plainDecimal(abs(interval))
-        let parts = decimal.split(separator: ".", maxSplits: 1)
-        guard let integerPart = parts.first, let magnitude = Int64(integerPart) else {
-            return civil(Int64(interval.rounded(.down))) + "Z"
-        }
-        var fraction = parts.count > 1 ? parts[1] : ""
-        while fraction.last == "0" { fraction = fraction.dropLast() }
-        if fraction.isEmpty {
-            return civil(interval < 0 ? -magnitude : magnitude) + "Z"
-        }
-        // Before the reference date the clock reads the previous second plus the complement of the fraction.
-        if interval < 0 {
-            return civil(-magnitude - 1) + "." + complement(fraction) + "Z"
-        }
-        return civil(magnitude) + "." + fraction + "Z"
+        return civil(Int64(interval.rounded(.down))) + "Z"
     }
 
     /// The digits of 1 - 0.`digits` (which must not end in 0): 9 - d for each digit, 10 - d for the last.
@@ -83,16 +69,6 @@ enum PlistDate {
             result += String(index == digits.count - 1 ? 10 - value : 9 - value)
         }
         return result
-    }
-
-    /// `0.000123` instead of `1.23e-04`: the shortest round-tripping digits, without an exponent.
-    static func plainDecimal(_ value: Double) -> String {
-        let text = "\(value)"
-        guard let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }),
-              let exponent = Int(text[text.index(after: e)...]), exponent < 0
-        else { return text }
-        let digits = text[..<e].filter { $0 != "." }
-        return "0." + String(repeating: "0", count: -exponent - 1) + digits
     }
 
     /// `YYYY-MM-DDTHH:MM:SS` for whole seconds since the reference date.

@@ -113,7 +113,8 @@ public enum PropertyList {
     ///
     /// The output is deterministic and `decode` gives the value back, except for NaN reals (NaN != NaN),
     /// strings holding characters XML 1.0 cannot carry (U+0000 to U+001F other than tab, LF and CR,
-    /// U+FFFE, U+FFFF), and dates outside the years 1 to 9999, which are clamped into that range.
+    /// U+FFFE, U+FFFF), dates outside the years 1 to 9999, which are clamped into that range, and the
+    /// sub-second part of dates, dropped (rounding down) since Apple's writer writes whole seconds.
     public static func encodeXML(_ value: PlistValue) -> [UInt8] {
         var writer = XMLPlistWriter()
         writer.writeDocument(value)

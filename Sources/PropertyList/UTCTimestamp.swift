@@ -11,6 +11,6 @@ public enum UTCTimestamp {
 
     /// `YYYY-MM-DDTHH:MM:SSZ` for `date`, rounded down to the second.
     public static func format(_ date: Date) -> String {
-        PlistDate.format(Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down)))
+        PlistDate.format(date)
     }
 }

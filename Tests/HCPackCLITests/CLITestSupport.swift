@@ -1,5 +1,6 @@
 import Foundation
 import HCPackCLI
+import Testing
 
 /// Runs hcpack in-process and captures its output.
 func hcpack(_ arguments: [String], in directory: String = FileManager.default.currentDirectoryPath, environment: [String: String] = [:])
@@ -11,15 +12,13 @@ func hcpack(_ arguments: [String], in directory: String = FileManager.default.cu
     return (status, out.text, err.text)
 }
 
-/// The built `hcpack` binary, next to the test bundle.
+/// The `hcpack` binary `swift build` made beside the test bundle; never one found on PATH, which would test
+/// an installed hcpack instead of this build. Missing, it is a recorded failure and a path that does not run.
 func hcpackBinary() -> String {
-    var url = Bundle.main.bundleURL
-    while url.path != "/" {
-        let candidate = url.appendingPathComponent("hcpack").path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        url.deleteLastPathComponent()
-    }
-    return "hcpack"
+    let candidate = Bundle.main.bundleURL.appendingPathComponent("hcpack").path
+    if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    Issue.record("no hcpack binary beside the test bundle at \(candidate): run swift build --build-tests")
+    return candidate
 }
 
 /// Parses JSON output into a dictionary.

@@ -249,10 +249,13 @@ struct DeltaInspectTests {
         let viaDelta = try #require(jsonObject(hcpack(["diff", v1, patch, "--json"]).stdout))
         let viaFull = try #require(jsonObject(hcpack(["diff", v1, v2, "--json"]).stdout))
         for key in ["added", "removed", "changed", "unchanged", "counts", "sizeDelta"] {
+            // Both present, so two missing values cannot compare equal.
+            let fromDelta = try #require(viaDelta[key], "diff OLD PATCH has no \(key)")
+            let fromFull = try #require(viaFull[key], "diff OLD NEW has no \(key)")
+            let options: JSONSerialization.WritingOptions = [.sortedKeys, .fragmentsAllowed]
             #expect(
-                (try? JSONSerialization.data(withJSONObject: viaDelta[key] ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed]))
-                    == (try? JSONSerialization.data(withJSONObject: viaFull[key] ?? NSNull(), options: [.sortedKeys, .fragmentsAllowed])),
-                "\(key)")
+                try JSONSerialization.data(withJSONObject: fromDelta, options: options)
+                    == JSONSerialization.data(withJSONObject: fromFull, options: options), "\(key)")
         }
         #expect((viaDelta["new"] as? [String: Any])?["deltaBaseVersion"] as? String == "1.0")
         #expect(hcpack(["diff", v1, patch]).stdout.contains("a delta from 1.0"))

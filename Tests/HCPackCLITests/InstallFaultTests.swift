@@ -6,9 +6,6 @@ import Testing
     import Glibc
 #endif
 
-/// strace is installed and may trace here (`make test` installs it; a container may still forbid ptrace).
-let straceWorks = run("strace", ["-f", "-o", "/dev/null", "true"]).status == 0
-
 /// An upgrade from version 1 to version 2 that replaces, adds (in a new folder) and removes (emptying a folder)
 /// files next to a user's file, on a tmpfs when root can mount one (fault runs then test hcpack, not the disk).
 final class UpgradeBench {
@@ -120,13 +117,10 @@ struct InstallFaultTests {
 
     @Test(
         "EIO, ENOSPC or SIGKILL at every write, link, rename, unlink and sync of an upgrade (full archive or delta): DEST ends entirely old or entirely new, or a rerun completes it",
-        arguments: [false, true]
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment), arguments: [false, true]
     )
     func faultMatrix(throughDelta: Bool) throws {
-        guard straceWorks else {
-            print("skipped faultMatrix: strace is missing or may not trace here (make test installs it)")
-            return
-        }
+        try Requirement.strace.require()
         let bench = UpgradeBench()
         let archive = throughDelta ? bench.delta : bench.v2
         let counts = syscallCounts(
@@ -200,12 +194,11 @@ struct InstallFaultTests {
         #expect(undone >= 10, "\(undone) failures were undone")
     }
 
-    @Test("Where hard links are refused, replaced files are moved aside instead, and a failure still undoes the install")
+    @Test(
+        "Where hard links are refused, replaced files are moved aside instead, and a failure still undoes the install",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func withoutHardLinks() throws {
-        guard straceWorks else {
-            print("skipped withoutHardLinks: strace is missing or may not trace here (make test installs it)")
-            return
-        }
+        try Requirement.strace.require()
         let bench = UpgradeBench()
         let noLinks = ["-e", "inject=linkat:error=EPERM"]
         let plain = bench.destination("no-links")
@@ -231,12 +224,11 @@ struct InstallFaultTests {
         #expect(treeListing(dest) == bench.oldListing)
     }
 
-    @Test("A first install that fails at its receipt is undone entirely: not even .hcpack or its lock file is left")
+    @Test(
+        "A first install that fails at its receipt is undone entirely: not even .hcpack or its lock file is left",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func firstInstallUndone() throws {
-        guard straceWorks else {
-            print("skipped firstInstallUndone: strace is missing or may not trace here (make test installs it)")
-            return
-        }
+        try Requirement.strace.require()
         let bench = UpgradeBench()
         let dest = bench.base + "/first"
         try FileManager.default.createDirectory(atPath: dest + "/sub", withIntermediateDirectories: true)
@@ -261,43 +253,54 @@ struct InstallFaultTests {
         #expect(treeListing(dest) == before, "the folders made for new files (new/) went too; sub/ stayed")
     }
 
-    @Test("600 new folders under `ulimit -n 128`: installed, and undone after a failure, without running out of descriptors")
+    /// 600 new folders under all/ (which DEST already has: placed file by file, as a folder absent from DEST
+    /// would move whole), on a tmpfs when root can mount one: thousands of mkdirs on a busy ext4 measure the
+    /// disk, not hcpack. Returns the archive and the base folder for DEST.
+    static func manyFoldersPackage(_ folder: TemporaryFolder) -> (archive: String, base: String, small: SmallFileSystem?) {
+        let small = SmallFileSystem(at: folder.url("fs"), size: "64m")
+        var package = PackageArchive()
+        package.files = (0..<600).map { ("all/f\($0)/g/x.txt", Array("x".utf8)) }
+        return (package.write(to: folder.url("folders.zip")), small?.path ?? folder.url("fs"), small)
+    }
+
+    static let limited = "ulimit -n 128; exec \"$@\""
+
+    @Test("600 new folders under `ulimit -n 128`: installed without running out of descriptors")
     func manyFolders() throws {
         let folder = TemporaryFolder()
-        // On a tmpfs when root can mount one: thousands of mkdirs on a busy ext4 measure the disk, not hcpack.
-        let small = SmallFileSystem(at: folder.url("fs"), size: "64m")
+        let (archive, base, small) = Self.manyFoldersPackage(folder)
         defer { withExtendedLifetime(small) {} }
-        let base = small?.path ?? folder.url("fs")
-        var package = PackageArchive()
-        // Under all/, which DEST already has: placed file by file (a folder absent from DEST would move whole).
-        package.files = (0..<600).map { ("all/f\($0)/g/x.txt", Array("x".utf8)) }
-        let archive = package.write(to: folder.url("folders.zip"))
-        let limited = "ulimit -n 128; exec \"$@\""
         let dest = base + "/dest"
-        let undone = base + "/undone"
-        for path in [dest, undone] { try FileManager.default.createDirectory(atPath: path + "/all", withIntermediateDirectories: true) }
-        let before = treeListing(undone)
-        let installed = run("/bin/bash", ["-c", limited, "bash", hcpackBinary(), "install", archive, "--dest", dest])
+        try FileManager.default.createDirectory(atPath: dest + "/all", withIntermediateDirectories: true)
+        let installed = run("/bin/bash", ["-c", Self.limited, "bash", hcpackBinary(), "install", archive, "--dest", dest])
         #expect(installed.status == 0, "\(installed.output)")
         #expect(FileManager.default.contents(atPath: dest + "/all/f599/g/x.txt") == Data("x".utf8))
-        guard straceWorks else {
-            print("skipped the undo half of manyFolders: strace is missing or may not trace here")
-            return
-        }
-        // The receipt's rename (journal, 600 files, receipt) fails: 1,200 folders are removed again.
+    }
+
+    @Test(
+        "600 new folders under `ulimit -n 128`, the receipt's rename failing: all 1,200 folders are removed again",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func manyFoldersUndone() throws {
+        try Requirement.strace.require()
+        let folder = TemporaryFolder()
+        let (archive, base, small) = Self.manyFoldersPackage(folder)
+        defer { withExtendedLifetime(small) {} }
+        let undone = base + "/undone"
+        try FileManager.default.createDirectory(atPath: undone + "/all", withIntermediateDirectories: true)
+        let before = treeListing(undone)
+        // The receipt's rename (journal, 600 files, receipt) fails.
         let inject = ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat:error=EIO:when=602"]
-        let failed = run("/bin/bash", ["-c", limited, "bash"] + inject + [hcpackBinary(), "install", archive, "--dest", undone])
+        let failed = run("/bin/bash", ["-c", Self.limited, "bash"] + inject + [hcpackBinary(), "install", archive, "--dest", undone])
         #expect(failed.status == 3, "\(failed.output)")
         #expect(failed.output.contains("is as it was before"), "\(failed.output)")
         #expect(treeListing(undone) == before)
     }
 
-    @Test("A folder swapped for a symlink to an outside folder during the install: nothing lands outside DEST")
+    @Test(
+        "A folder swapped for a symlink to an outside folder during the install: nothing lands outside DEST",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func symlinkSwap() throws {
-        guard straceWorks else {
-            print("skipped symlinkSwap: strace is missing or may not trace here (make test installs it)")
-            return
-        }
+        try Requirement.strace.require()
         let bench = UpgradeBench()
         // Stopped (SIGSTOP injected) right after the journal's rename, before any folder of DEST is opened; then
         // right after the rename of sub/b.txt (renames: journal, a.txt, new/d.txt, sub/b.txt), holding sub open.
@@ -387,55 +390,58 @@ struct InstallFaultTests {
         #expect(folder.read("real/dest/index.json") != nil)
     }
 
-    @Test("A read-only DEST (immutable folder, read-only mount): exit 3 naming DEST, which stays as it was")
+    @Test(
+        "An immutable DEST (chattr +i, which stops even root): exit 3 naming DEST, which stays as it was",
+        .enabled(if: Requirement.immutable.enabled, Requirement.immutable.comment))
+    func immutableDestination() throws {
+        try Requirement.immutable.require()
+        let folder = TemporaryFolder()
+        let v1 = PackageArchive().write(to: folder.url("v1.zip"))
+        // Permission bits do not stop root: an immutable folder stops everyone.
+        folder.write("immutable/mine.txt", "user file\n")
+        let dest = folder.url("immutable")
+        try #require(run("chattr", ["+i", dest]).status == 0)
+        defer { run("chattr", ["-i", dest]) }
+        let before = treeListing(dest)
+        let result = run(hcpackBinary(), ["install", v1, "--dest", dest])
+        #expect(result.status == 3, "\(result.output)")
+        #expect(result.output.contains("\(dest)/.hcpack: Operation not permitted"), "\(result.output)")
+        #expect(treeListing(dest) == before)
+    }
+
+    @Test(
+        "A DEST on a file system remounted read-only: exit 3 naming DEST, which stays as it was",
+        .enabled(if: Requirement.mount.enabled, Requirement.mount.comment))
     func readOnlyDestination() throws {
+        try Requirement.mount.require()
         let folder = TemporaryFolder()
         let v1 = PackageArchive().write(to: folder.url("v1.zip"))
         let v2 = PackageArchive(version: "2", files: [("index.json", "{}\n")]).write(to: folder.url("v2.zip"))
         let binary = hcpackBinary()
-        var checked = 0
-
-        // Permission bits do not stop root: an immutable folder (chattr +i) stops everyone.
-        folder.write("immutable/mine.txt", "user file\n")
-        let dest = folder.url("immutable")
-        if run("chattr", ["+i", dest]).status == 0 {
-            defer { run("chattr", ["-i", dest]) }
-            let before = treeListing(dest)
-            let result = run(binary, ["install", v1, "--dest", dest])
-            #expect(result.status == 3, "\(result.output)")
-            #expect(result.output.contains("\(dest)/.hcpack: Operation not permitted"), "\(result.output)")
-            #expect(treeListing(dest) == before)
-            checked += 1
-        }
-
         // A tmpfs holding an installed version 1, remounted read-only.
-        if let small = SmallFileSystem(at: folder.url("mount"), size: "8m") {
-            let dest = small.path + "/dest"
-            folder.write("mount/dest/mine.txt", "user file\n")
-            #expect(run(binary, ["install", v1, "--dest", dest]).status == 0)
-            let before = treeListing(dest)
-            if run("mount", ["-o", "remount,ro", small.path]).status == 0 {
-                let result = run(binary, ["install", v2, "--dest", dest])
-                #expect(result.status == 3, "\(result.output)")
-                #expect(result.output.contains("\(dest)/.hcpack/lock: Read-only file system"), "\(result.output)")
-                #expect(treeListing(dest) == before)
-                #expect(run("mount", ["-o", "remount,rw", small.path]).status == 0)
-                #expect(run(binary, ["install", v2, "--dest", dest]).status == 0, "works once writable again")
-                checked += 1
-            }
-        }
-        if checked == 0 {
-            print("skipped readOnlyDestination: neither chattr +i nor a read-only tmpfs mount works here (needs root)")
-        }
+        let small = try #require(SmallFileSystem(at: folder.url("mount"), size: "8m"))
+        let dest = small.path + "/dest"
+        folder.write("mount/dest/mine.txt", "user file\n")
+        #expect(run(binary, ["install", v1, "--dest", dest]).status == 0)
+        let before = treeListing(dest)
+        try #require(run("mount", ["-o", "remount,ro", small.path]).status == 0)
+        let result = run(binary, ["install", v2, "--dest", dest])
+        #expect(result.status == 3, "\(result.output)")
+        #expect(result.output.contains("\(dest)/.hcpack/lock: Read-only file system"), "\(result.output)")
+        #expect(treeListing(dest) == before)
+        #expect(run("mount", ["-o", "remount,rw", small.path]).status == 0)
+        #expect(run(binary, ["install", v2, "--dest", dest]).status == 0, "works once writable again")
     }
 
-    @Test("DEST on another file system than the archive (tmpfs): staging goes inside DEST, so renames never copy")
+    @Test(
+        "DEST on another file system than the archive (tmpfs): staging goes inside DEST, so renames never copy",
+        .enabled(if: Requirement.mount.enabled, Requirement.mount.comment),
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func destinationOnOtherFileSystem() throws {
+        try Requirement.mount.require()
+        try Requirement.strace.require()
         let folder = TemporaryFolder()
-        guard let small = SmallFileSystem(at: folder.url("mount"), size: "16m") else {
-            print("skipped destinationOnOtherFileSystem: mounting a tmpfs needs root")
-            return
-        }
+        let small = try #require(SmallFileSystem(at: folder.url("mount"), size: "16m"))
         let v1 = PackageArchive().write(to: folder.url("v1.zip"))
         let v2 = PackageArchive(version: "2", files: [("index.json", "{}\n"), ("more/x.txt", "x")]).write(
             to: folder.url("v2.zip"))
@@ -447,14 +453,11 @@ struct InstallFaultTests {
         #expect(archiveInfo.st_dev != destInfo.st_dev, "the archive and DEST are on different file systems")
         let binary = hcpackBinary()
         // renameat across file systems fails (EXDEV): any staging outside DEST would show as exit 3.
-        let strace =
-            straceWorks ? ["strace", "-f", "-o", folder.url("renames.log"), "-e", "trace=renameat,renameat2,rename"] : []
+        let strace = ["strace", "-f", "-o", folder.url("renames.log"), "-e", "trace=renameat,renameat2,rename"]
         let first = run("/usr/bin/env", strace + [binary, "install", v1, "--dest", dest])
         #expect(first.status == 0, "\(first.output)")
-        if straceWorks {
-            let log = (try? String(contentsOfFile: folder.url("renames.log"), encoding: .utf8)) ?? ""
-            #expect(!log.contains("EXDEV") && log.contains("renameat("), "\(log)")
-        }
+        let log = (try? String(contentsOfFile: folder.url("renames.log"), encoding: .utf8)) ?? ""
+        #expect(!log.contains("EXDEV") && log.contains("renameat("), "\(log)")
         for (path, text) in sampleFiles { #expect(FileManager.default.contents(atPath: dest + "/" + path) == Data(text.utf8)) }
         #expect(run(binary, ["install", v2, "--dest", dest]).status == 0)
         #expect(FileManager.default.contents(atPath: dest + "/more/x.txt") == Data("x".utf8))

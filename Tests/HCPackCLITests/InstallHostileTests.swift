@@ -70,13 +70,16 @@ struct InstallHostileTests {
         #expect(leftovers(folder.url("dest")).isEmpty)
     }
 
-    @Test("20,000 entries: install stays within 20 s and 200 MB, and removes every staged file it did not place")
+    // Its time is measured by `make bench` (bench/pathological.py), not here: a debug build beside other suites.
+    @Test(
+        "20,000 entries: install stays within 200 MB and removes every staged file it did not place",
+        .timeLimit(.minutes(10)))
     func manyEntries() throws {
         let folder = TemporaryFolder()
         // On a tmpfs when root can mount one: 20,000 creates on a busy ext4 measure the disk, not hcpack.
         let small = SmallFileSystem(at: folder.url("fs"), size: "128m")
         defer { withExtendedLifetime(small) {} }
-        let count = small == nil ? 2_000 : 20_000
+        let count = 20_000
         let base = small?.path ?? folder.url("fs")
         let made = python(
             """
@@ -99,16 +102,14 @@ struct InstallHostileTests {
         // A Python parent whose only child is hcpack: its RUSAGE_CHILDREN peak is hcpack's.
         let measured = python(
             """
-            import resource, subprocess, time
-            start = time.time()
+            import resource, subprocess
             r = subprocess.run(['\(hcpackBinary())', 'install', '\(folder.url("many.tar.gz"))', '--dest', '\(dest)', '--quiet'])
-            print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, time.time() - start)
+            print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
             """, in: folder.path)
         let fields = measured.output.split(whereSeparator: \.isWhitespace)
-        try #require(fields.count == 3, "\(measured.output)")
+        try #require(fields.count == 2, "\(measured.output)")
         #expect(fields[0] == "0", "\(measured.output)")
         #expect((Int(fields[1]) ?? .max) < 200_000, "peak memory \(fields[1]) KB for \(count) entries")
-        #expect((Double(fields[2]) ?? .infinity) < 20, "\(fields[2]) s for \(count) entries")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dest).sorted() == [".hcpack", "a.json"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack").sorted() == ["lock", "receipts"])
     }

@@ -21,6 +21,13 @@ final class ChildInstall {
 
     func start() throws { try process.run() }
 
+    /// Whether the child is running `binary` now: its /proc entry names that executable (not yet exec'd, or
+    /// already exited, it does not).
+    func isRunning(_ binary: String) -> Bool {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/exe")) ?? ""
+        return !exe.isEmpty && exe == URL(fileURLWithPath: binary).resolvingSymlinksInPath().path
+    }
+
     /// Waits and returns the exit status (or the signal), with stdout and stderr.
     func finish() -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
         let out = outputPipe.fileHandleForReading.readDataToEndOfFile()
@@ -31,6 +38,11 @@ final class ChildInstall {
             String(decoding: err, as: UTF8.self)
         )
     }
+}
+
+/// Whether a finished child ended by SIGKILL (strace ends itself with its tracee's signal), not by an exit.
+func diedOfSIGKILL(_ outcome: (status: Int32, killed: Bool, stdout: String, stderr: String)) -> Bool {
+    outcome.killed && outcome.status == SIGKILL
 }
 
 /// Mounts a small tmpfs (root only); nil when that is not possible here.
@@ -85,8 +97,11 @@ struct InstallRobustnessTests {
         return (v1.write(to: folder.url("v1.zip")), v2.write(to: folder.url("v2.zip")))
     }
 
-    @Test("SIGKILL at any point leaves no partial file at a final path, and a rerun reaches the clean result")
+    @Test(
+        "SIGKILL at any point leaves no partial file at a final path, and a rerun reaches the clean result",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func killAnywhere() throws {
+        try Requirement.strace.require()
         let folder = TemporaryFolder()
         // Kills test the page cache, not the disk: a tmpfs keeps 50 installs quick when it can be mounted.
         let small = SmallFileSystem(at: folder.url("fs"), size: "256m")
@@ -114,7 +129,6 @@ struct InstallRobustnessTests {
         #expect(v2Files.count == 102 && v1Files.count == 102)
         let freshListing = treeListing(fresh)
         let upgradedListing = treeListing(upgraded)
-        let useStrace = run("strace", ["-V"]).status == 0
 
         var generator = SystemRandomNumberGenerator()
         var killedRuns = 0
@@ -129,9 +143,9 @@ struct InstallRobustnessTests {
             // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt: 104 in an
             // upgrade), half after a random delay.
             let outcome = try Self.killedInstall(
-                binary, v2, dest, atRename: useStrace && index < 12 ? 1 + (index * 37) % 104 : nil, within: duration,
+                binary, v2, dest, atRename: index < 12 ? 1 + (index * 37) % 104 : nil, within: duration,
                 using: &generator)
-            if outcome.killed || outcome.status != 0 { killedRuns += 1 }
+            if outcome.killed { killedRuns += 1 }
 
             // The invariant: every file at a final path is whole, one version's bytes or the user's own.
             for (path, data) in regularFiles(dest) {
@@ -149,28 +163,38 @@ struct InstallRobustnessTests {
     }
 
     /// Runs `install archive --dest dest`, killed at the `atRename`-th rename (strace), or without it after a
-    /// random delay up to `within` seconds.
+    /// random delay up to `within` seconds. `killed` is true only when hcpack was running and died of SIGKILL:
+    /// a run that ended by itself, or that strace could not start, is not a kill.
     static func killedInstall(
         _ binary: String, _ archive: String, _ dest: String, atRename: Int?, within duration: TimeInterval,
         using generator: inout SystemRandomNumberGenerator
     ) throws -> (status: Int32, killed: Bool, stdout: String, stderr: String) {
         let install = [binary, "install", archive, "--dest", dest]
         if let when = atRename {
+            // Only hcpack renames here: strace kills it at its own K-th rename, so a SIGKILL means it ran.
             let child = ChildInstall(
                 "/usr/bin/env",
                 ["strace", "-f", "-o", "/dev/null", "-e", "inject=renameat,renameat2,rename:signal=KILL:when=\(when)"] + install)
             try child.start()
-            return child.finish()
+            let outcome = child.finish()
+            #expect(diedOfSIGKILL(outcome) || outcome.status == 0, "strace or hcpack failed: \(outcome.stderr)")
+            return (outcome.status, diedOfSIGKILL(outcome), outcome.stdout, outcome.stderr)
         }
         let child = ChildInstall(binary, Array(install.dropFirst()))
         try child.start()
         usleep(UInt32.random(in: 0...UInt32(max(duration, 0.05) * 1_000_000), using: &generator))
+        let wasRunning = child.isRunning(binary)
         kill(child.process.processIdentifier, SIGKILL)
-        return child.finish()
+        let outcome = child.finish()
+        #expect(diedOfSIGKILL(outcome) || outcome.status == 0, "hcpack failed: \(outcome.stderr)")
+        return (outcome.status, wasRunning && diedOfSIGKILL(outcome), outcome.stdout, outcome.stderr)
     }
 
-    @Test("SIGKILL at any point of a delta install leaves only whole files, and rerunning the delta reaches the full upgrade")
+    @Test(
+        "SIGKILL at any point of a delta install leaves only whole files, and rerunning the delta reaches the full upgrade",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func killDeltaAnywhere() throws {
+        try Requirement.strace.require()
         let folder = TemporaryFolder()
         let small = SmallFileSystem(at: folder.url("fs"), size: "256m")
         defer { withExtendedLifetime(small) {} }
@@ -197,7 +221,6 @@ struct InstallRobustnessTests {
         let duration = Date().timeIntervalSince(start)
         let v1Files = regularFiles(withV1), v2Files = regularFiles(upgraded)
         let upgradedListing = treeListing(upgraded)
-        let useStrace = run("strace", ["-V"]).status == 0
 
         var generator = SystemRandomNumberGenerator()
         var killedRuns = 0
@@ -207,8 +230,8 @@ struct InstallRobustnessTests {
             // Half the runs die at the K-th rename (journal, 31 files, the stale file, the receipt), half after
             // a random delay.
             let outcome = try Self.killedInstall(
-                binary, delta, dest, atRename: useStrace && index < 8 ? 1 + index * 5 : nil, within: duration, using: &generator)
-            if outcome.killed || outcome.status != 0 { killedRuns += 1 }
+                binary, delta, dest, atRename: index < 8 ? 1 + index * 5 : nil, within: duration, using: &generator)
+            if outcome.killed { killedRuns += 1 }
             for (path, data) in regularFiles(dest) {
                 #expect(data == v2Files[path] || data == v1Files[path], "run \(index): \(path) holds \(data.count) bytes that are no version's")
             }
@@ -221,31 +244,46 @@ struct InstallRobustnessTests {
         #expect(killedRuns >= 8, "most runs were interrupted (\(killedRuns) of 16)")
     }
 
-    @Test("A full file system fails the install with exit 3, removes the staging folder and leaves DEST as it was")
-    func diskFull() throws {
-        let folder = TemporaryFolder()
+    static func bigPackage(_ folder: TemporaryFolder) -> String {
         var package = PackageArchive()
         package.generated = ("big/", 60, 50_000, 3)  // 3 MB, incompressible
-        let archive = package.write(to: folder.url("big.zip"))
-        try Self.expectRefusedWhenFull(archive, in: folder, fileLimitKiB: 40)
+        return package.write(to: folder.url("big.zip"))
     }
 
-    /// Installs `archive` (about 3 MB of files) onto a 2 MB tmpfs when root can mount one, and always under a
-    /// file size limit (`ulimit -f`, under which writes fail with EFBIG): exit 3 saying so, DEST (holding a
-    /// user's file) as it was, no staging folder left.
+    @Test("A file size limit (writes fail with EFBIG) fails the install with exit 3, removes the staging folder and leaves DEST as it was")
+    func diskFull() throws {
+        let folder = TemporaryFolder()
+        try Self.expectRefusedWhenFull(Self.bigPackage(folder), in: folder, fileLimitKiB: 40)
+    }
+
+    @Test(
+        "A full file system (2 MB tmpfs) fails the install with exit 3, removes the staging folder and leaves DEST as it was",
+        .enabled(if: Requirement.mount.enabled, Requirement.mount.comment))
+    func fileSystemFull() throws {
+        try Requirement.mount.require()
+        let folder = TemporaryFolder()
+        try Self.expectRefusedOnFullFileSystem(Self.bigPackage(folder), in: folder)
+    }
+
+    /// Installs `archive` (about 3 MB of files) onto a 2 MB tmpfs (root): exit 3 saying so, DEST (holding a
+    /// user's file) as it was, nothing left beside it.
+    static func expectRefusedOnFullFileSystem(_ archive: String, in folder: TemporaryFolder) throws {
+        let small = try #require(SmallFileSystem(at: folder.url("small"), size: "2m"))
+        let dest = small.path + "/dest"
+        folder.write("small/dest/mine.txt", "user file\n")
+        let before = treeListing(dest)
+        let result = run(hcpackBinary(), ["install", archive, "--dest", dest])
+        #expect(result.status == 3, "\(result.output)")
+        #expect(result.output.contains("No space left on device"), "\(result.output)")
+        #expect(result.output.contains(dest), "\(result.output)")
+        #expect(treeListing(dest) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: small.path) == ["dest"])
+    }
+
+    /// Installs `archive` under a file size limit (`ulimit -f`, under which writes fail with EFBIG): exit 3
+    /// saying so, DEST (holding a user's file) as it was, no staging folder left.
     static func expectRefusedWhenFull(_ archive: String, in folder: TemporaryFolder, fileLimitKiB: Int) throws {
         let binary = hcpackBinary()
-        if let small = SmallFileSystem(at: folder.url("small"), size: "2m") {
-            let dest = small.path + "/dest"
-            folder.write("small/dest/mine.txt", "user file\n")
-            let before = treeListing(dest)
-            let result = run(binary, ["install", archive, "--dest", dest])
-            #expect(result.status == 3, "\(result.output)")
-            #expect(result.output.contains("No space left on device"), "\(result.output)")
-            #expect(result.output.contains(dest), "\(result.output)")
-            #expect(treeListing(dest) == before)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: small.path) == ["dest"])
-        }
         folder.write("dest/mine.txt", "user file\n")
         let dest = folder.url("dest")
         let before = treeListing(dest)
@@ -257,14 +295,17 @@ struct InstallRobustnessTests {
         #expect(treeListing(dest) == before, "no staging folder, lock or .hcpack left")
     }
 
-    @Test("Reinstalling on a nearly full file system works: files already in place are not staged again")
+    @Test(
+        "Reinstalling on a nearly full file system works: files already in place are not staged again",
+        .enabled(if: Requirement.mount.enabled, Requirement.mount.comment))
     func reinstallOnFullDisk() throws {
+        try Requirement.mount.require()
         let folder = TemporaryFolder()
         var package = PackageArchive()
         package.generated = ("big/", 60, 50_000, 4)  // 3 MB, incompressible
         let archive = package.write(to: folder.url("big.zip"))
         // Needs a small file system: root mounts a tmpfs; elsewhere `ulimit -f` cannot model free space.
-        guard let small = SmallFileSystem(at: folder.url("small"), size: "4m") else { return }
+        let small = try #require(SmallFileSystem(at: folder.url("small"), size: "4m"))
         let dest = small.path + "/dest"
         folder.makeFolder("small/dest")
         let binary = hcpackBinary()

@@ -92,7 +92,8 @@ struct SigningInteropTests {
     }
 
     @Test(
-        "Go verifies hcpack's note; hcpack accepts the note Go signs with the same key (make deps installs Go)")
+        "Go verifies hcpack's note; hcpack accepts the note Go signs with the same key (make deps installs Go)",
+        .enabled(if: Requirement.go.enabled, Requirement.go.comment))
     func go() throws {
         // Required, not skipped: interop is the point, and `make deps` installs golang-go and x/mod.
         try #require(Self.hasGo, "Go or golang.org/x/mod is missing: run make deps")

@@ -61,17 +61,30 @@ struct StoredInstallTests {
         #expect(again.output.contains("already installed"), "\(again.output)")
     }
 
-    @Test("A disk that fills while large stored entries are copied: exit 3 naming the file, DEST as it was")
-    func diskFull() throws {
-        let folder = TemporaryFolder()
+    /// 3 MB of large stored entries (files of 250 kB).
+    static func bigStoredPackage(_ folder: TemporaryFolder) throws -> String {
         var media: [String: [UInt8]] = [:]
         for index in 0..<12 { media["media/clip-\(index).bin"] = Self.random(250_000) }  // 3 MB
         Self.writePackage(folder, "pkg", version: "1.0", media: media)
         let archive = folder.url("big.zip")
         let built = run(hcpackBinary(), ["build", folder.url("pkg"), "-o", archive, "--compression", "store"])
         try #require(built.status == 0, "\(built.output)")
+        return archive
+    }
 
+    @Test("A file size limit hit while large stored entries are copied: exit 3 naming the file, DEST as it was")
+    func diskFull() throws {
+        let folder = TemporaryFolder()
         // Files of 250 kB: under `ulimit -f 200` the copy of the first one fails with EFBIG.
-        try InstallRobustnessTests.expectRefusedWhenFull(archive, in: folder, fileLimitKiB: 200)
+        try InstallRobustnessTests.expectRefusedWhenFull(Self.bigStoredPackage(folder), in: folder, fileLimitKiB: 200)
+    }
+
+    @Test(
+        "A disk (2 MB tmpfs) that fills while large stored entries are copied: exit 3 naming the file, DEST as it was",
+        .enabled(if: Requirement.mount.enabled, Requirement.mount.comment))
+    func fileSystemFull() throws {
+        try Requirement.mount.require()
+        let folder = TemporaryFolder()
+        try InstallRobustnessTests.expectRefusedOnFullFileSystem(Self.bigStoredPackage(folder), in: folder)
     }
 }

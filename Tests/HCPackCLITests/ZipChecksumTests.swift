@@ -61,7 +61,10 @@ struct ZipChecksumTests {
         let folder = TemporaryFolder()
         let archive = folder.url("damaged.zip")
         Self.makeZip(archive, damage: damage)
-        #expect(run("unzip", ["-tq", archive]).status != 0, "unzip accepts the fixture: the damage did not take")
+        // unzip ran and found this entry's CRC-32 wrong (a missing unzip fails too, with 127 and no such line).
+        let tested = run("unzip", ["-tq", archive])
+        #expect(tested.status == 2, "\(tested.output)")
+        #expect(tested.output.contains("\(damaged)") && tested.output.contains("bad CRC"), "the damage did not take: \(tested.output)")
         let verified = hcpack(["verify", archive, "--json"])
         #expect(verified.status == 1, "\(verified.stdout)")
         let problems = jsonObject(verified.stdout)?["problems"] as? [[String: Any]] ?? []

@@ -94,6 +94,11 @@ struct StoredDataTests {
             ? run("env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "--options", "zip:compression=store", "-cf", zip, "."], in: folder.url("pkg"))
             : run("python3", ["-c", python, zip, folder.url("pkg")])
         try #require(made.status == 0, "\(made.output)")
+        // The shape this test is about: every file stored, with data descriptors from bsdtar and none from zipfile.
+        let shapes = zipEntryShapes(zip).filter { !$0.key.hasSuffix("/") }
+        try #require(shapes.count >= 8, "\(shapes)")
+        #expect(shapes.values.allSatisfy { $0.method == 0 }, "\(shapes)")
+        #expect(shapes.values.allSatisfy { $0.dataDescriptor == (tool == "bsdtar") }, "\(shapes)")
         let snapshot = try Self.expectSameScan(zip)
         // Six clips, the one at the threshold and the helper.
         #expect(snapshot.entriesReadBeside == 8)

@@ -35,7 +35,8 @@ struct VerifierArchiveTests {
     func singleTopFolder() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "levels-1.0")
-        run("env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "-cf", folder.url("p.zip"), "levels-1.0"], in: folder.path)
+        let zipped = run("env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "-cf", folder.url("p.zip"), "levels-1.0"], in: folder.path)
+        try #require(zipped.status == 0, "\(zipped.output)")
         let report = try Verifier.verify(folder.url("p.zip"))
         #expect(report.problems.problems.isEmpty, "\(report.problems.problems)")
         #expect(report.snapshot.rootFolder == "levels-1.0")
@@ -47,6 +48,10 @@ struct VerifierArchiveTests {
         writeValidPackage(in: folder, root: "pkg")
         let zipped = run("zip", ["-qrX", folder.url("p.zip"), "."], in: folder.url("pkg"))
         try #require(zipped.status == 0, "\(zipped.output)")
+        // The shape this test is about: Info-ZIP left the non-ASCII name unflagged and the ASCII ones too.
+        let shapes = zipEntryShapes(folder.url("p.zip"))
+        let unflagged = shapes.filter { !$0.value.utf8Name }.keys.sorted()
+        try #require(shapes.count >= 5 && unflagged.count == shapes.count, "\(shapes)")
         let report = try Verifier.verify(folder.url("p.zip"))
         #expect(report.problems.problems.map(\.rule) == [.zipUnportableName], "\(report.problems.problems)")
         #expect(report.problems.problems.first?.path == "Contents/art/Café.txt")
@@ -57,7 +62,9 @@ struct VerifierArchiveTests {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "a")
         writeValidPackage(in: folder, root: "b")
-        run("zip", ["-qrX", folder.url("p.zip"), "a", "b"], in: folder.path)
+        let zipped = run("zip", ["-qrX", folder.url("p.zip"), "a", "b"], in: folder.path)
+        try #require(zipped.status == 0, "\(zipped.output)")
+        #expect(zipEntryShapes(folder.url("p.zip")).keys.contains { $0.hasPrefix("b/") })
         #expect(try Verifier.verify(folder.url("p.zip")).problems.rules.contains(.multipleRoots))
     }
 
@@ -95,7 +102,10 @@ struct VerifierArchiveTests {
     func encrypted() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg")
-        run("zip", ["-qrX", "-P", "secret", folder.url("p.zip"), "."], in: folder.url("pkg"))
+        let zipped = run("zip", ["-qrX", "-P", "secret", folder.url("p.zip"), "."], in: folder.url("pkg"))
+        try #require(zipped.status == 0, "\(zipped.output)")
+        let encrypted = zipEntryShapes(folder.url("p.zip")).filter { $0.value.encrypted }
+        #expect(encrypted.keys.contains("ContentInfo.plist"), "zip -P encrypted no file: \(encrypted)")
         #expect(try Verifier.verify(folder.url("p.zip")).problems.rules.contains(.encrypted))
     }
 
@@ -103,7 +113,9 @@ struct VerifierArchiveTests {
     func corruptZip() throws {
         let folder = TemporaryFolder()
         writeValidPackage(in: folder, root: "pkg", files: [("big.txt", String(repeating: "hosted content ", count: 2000))])
-        run("zip", ["-qrX", "-0", folder.url("p.zip"), "."], in: folder.url("pkg"))
+        let zipped = run("zip", ["-qrX", "-0", folder.url("p.zip"), "."], in: folder.url("pkg"))
+        try #require(zipped.status == 0, "\(zipped.output)")
+        #expect(zipEntryShapes(folder.url("p.zip"))["Contents/big.txt"]?.method == 0, "zip -0 stores")
         var bytes = try #require(folder.read("p.zip"))
         let marker = Array("hosted content hosted".utf8)
         let offset = try #require((0..<(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker })

@@ -83,16 +83,62 @@ struct XMLPlistWriterTests {
         #expect(decoded == value)
     }
 
-    @Test("dates with sub-second parts, before and after 2001, come back exactly")
+    @Test("dates with sub-second parts, before and after 2001, are written as Apple writes them: whole seconds, rounded down")
     func fractionalDates() throws {
         var g = SplitMix(seed: 11)
-        var dates: [PlistValue] = []
+        var dates: [Date] = []
         for _ in 0..<2_000 {
-            dates.append(.date(Date(timeIntervalSinceReferenceDate: Double(g.next() % 600_000_000_000) / 997 - 3e8)))
-            dates.append(.date(Date(timeIntervalSinceReferenceDate: Double(g.next() % 1_000) * 1e-9 - 5e-7)))
+            dates.append(Date(timeIntervalSinceReferenceDate: Double(g.next() % 600_000_000_000) / 997 - 3e8))
+            dates.append(Date(timeIntervalSinceReferenceDate: Double(g.next() % 1_000) * 1e-9 - 5e-7))
         }
-        let (decoded, _) = try PropertyList.decode(PropertyList.encodeXML(.array(dates)))
-        #expect(decoded == .array(dates))
+        let (decoded, _) = try PropertyList.decode(PropertyList.encodeXML(.array(dates.map { .date($0) })))
+        let whole = dates.map { PlistValue.date(Date(timeIntervalSinceReferenceDate: $0.timeIntervalSinceReferenceDate.rounded(.down))) }
+        #expect(decoded == .array(whole))
+        #expect(String(decoding: PropertyList.encodeXML(.date(Date(timeIntervalSinceReferenceDate: -0.3))), as: UTF8.self)
+            .contains("<date>2000-12-31T23:59:59Z</date>"))
+        #expect(String(decoding: PropertyList.encodeXML(.date(Date(timeIntervalSinceReferenceDate: 59.999))), as: UTF8.self)
+            .contains("<date>2001-01-01T00:00:59Z</date>"))
+    }
+
+    @Test("Python's plistlib and Foundation's PropertyListSerialization read every date hcpack writes as the same second")
+    func datesReadByOtherReaders() throws {
+        let dates = [
+            1_767_323_045, 0, -1, 951_782_400, -2_208_988_800, 4_102_444_799, 123.456, -0.3, -1_000_000_000.000_001,
+            -62_135_596_800,  // 0001-01-01T00:00:00Z
+        ].map { Date(timeIntervalSince1970: $0) }
+        let expected = dates.map { Int64($0.timeIntervalSince1970.rounded(.down)) }
+        let encoded = PropertyList.encodeXML(.array(dates.map { .date($0) }))
+        let text = String(decoding: encoded, as: UTF8.self)
+        let written = text.split(separator: "\n").filter { $0.contains("<date>") }
+        #expect(written.count == dates.count)
+        #expect(written.allSatisfy { $0.wholeMatch(of: /\t<date>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ<\/date>/) != nil }, "\(written)")
+
+        // Foundation's own reader.
+        var format = PropertyListSerialization.PropertyListFormat.xml
+        let read = try PropertyListSerialization.propertyList(from: Data(encoded), options: [], format: &format)
+        let foundationDates = try #require(read as? [Date], "\(read)")
+        #expect(foundationDates.map { Int64($0.timeIntervalSince1970.rounded(.down)) } == expected)
+        #expect(foundationDates.allSatisfy { $0.timeIntervalSince1970 == $0.timeIntervalSince1970.rounded(.down) })
+
+        // Python's plistlib (which reads no fraction): seconds since 1970 of each date, in UTC.
+        let path = NSTemporaryDirectory() + "/hcpack-dates-\(getpid()).plist"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(encoded).write(to: URL(fileURLWithPath: path))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c",
+            "import calendar, plistlib, sys\nfor d in plistlib.load(open(sys.argv[1], 'rb')): print(calendar.timegm(d.utctimetuple()))",
+            path,
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.split(separator: "\n").map { Int64($0) } == expected.map { Optional($0) }, "\(output)")
     }
 
     @Test("NaN encodes as nan and decodes to NaN")
@@ -130,10 +176,9 @@ struct RoundTrip: CustomTestStringConvertible, Sendable {
         RoundTrip(name: "dates", value: .array([
             .date(Date(timeIntervalSince1970: 1_767_323_045)),
             .date(Date(timeIntervalSinceReferenceDate: 0)),
-            .date(Date(timeIntervalSinceReferenceDate: 123.456)),
-            .date(Date(timeIntervalSinceReferenceDate: -0.3)),
-            .date(Date(timeIntervalSinceReferenceDate: -1_000_000_000.000_001)),
-            .date(Date(timeIntervalSinceReferenceDate: 0.000_012_5)),
+            .date(Date(timeIntervalSinceReferenceDate: 123)),
+            .date(Date(timeIntervalSinceReferenceDate: -1)),
+            .date(Date(timeIntervalSinceReferenceDate: -1_000_000_001)),
             .date(Date(timeIntervalSince1970: 951_782_400)),  // 2000-02-29
         ])),
         RoundTrip(name: "data", value: .array([.data([]), .data([0]), .data([1, 2]), .data(Array(0...255))])),

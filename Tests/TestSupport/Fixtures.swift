@@ -128,3 +128,35 @@ public func zipFolder(_ source: String, to archive: String) {
         """, arguments: [archive], in: source)
     #expect(result.status == 0, "zipfile failed: \(result.output)")
 }
+
+/// How a zip's central directory describes each entry, as Python's zipfile reads it: a fixture made by another
+/// program (Info-ZIP, bsdtar, zipfile) is checked for the shape a test relies on, since versions differ.
+public struct ZipEntryShape: Sendable, Equatable {
+    /// General-purpose flags: bit 0 encrypted, bit 3 data descriptor, bit 11 UTF-8 name.
+    public let flags: Int
+    /// 0 stored, 8 deflated.
+    public let method: Int
+
+    public var encrypted: Bool { flags & 0x1 != 0 }
+    public var dataDescriptor: Bool { flags & 0x8 != 0 }
+    public var utf8Name: Bool { flags & 0x800 != 0 }
+}
+
+/// The shape of every entry of the zip at `path`, by name as zipfile decodes it; empty when zipfile cannot
+/// read the zip (recorded as an issue).
+public func zipEntryShapes(_ path: String) -> [String: ZipEntryShape] {
+    let listed = run(
+        "python3",
+        ["-c", "import sys, zipfile\nfor i in zipfile.ZipFile(sys.argv[1]).infolist(): print(i.flag_bits, i.compress_type, i.filename)", path])
+    guard listed.status == 0 else {
+        Issue.record("zipfile cannot list \(path): \(listed.output)")
+        return [:]
+    }
+    var shapes: [String: ZipEntryShape] = [:]
+    for line in listed.output.split(separator: "\n") {
+        let fields = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard fields.count == 3, let flags = Int(fields[0]), let method = Int(fields[1]) else { continue }
+        shapes[String(fields[2])] = ZipEntryShape(flags: flags, method: method)
+    }
+    return shapes
+}
