@@ -155,7 +155,7 @@ struct InstallFaultTests {
             let entirelyNew = files == bench.newFiles
 
             if outcome.killed {
-                #expect(fault == "signal=KILL", "\(label): hcpack crashed: \(outcome.stderr)")
+                #expect(fault == "signal=KILL" && diedOfSIGKILL(outcome), "\(label): hcpack crashed: \(outcome.stderr)")
                 for (path, data) in files {
                     #expect(
                         data == bench.newFiles[path] || data == bench.oldFiles[path],

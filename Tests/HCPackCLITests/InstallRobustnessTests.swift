@@ -244,6 +244,7 @@ struct InstallRobustnessTests {
         #expect(killedRuns >= 8, "most runs were interrupted (\(killedRuns) of 16)")
     }
 
+    /// 3 MB of incompressible files, more than a 2 MB tmpfs or `ulimit -f 40` holds.
     static func bigPackage(_ folder: TemporaryFolder) -> String {
         var package = PackageArchive()
         package.generated = ("big/", 60, 50_000, 3)  // 3 MB, incompressible
