@@ -1,4 +1,5 @@
 import Digest
+import Synchronization
 
 /// An archive file's size and SHA-256, read once in 1 MiB chunks (bounded memory), with the file's stamp so a
 /// caller can tell whether it changed afterwards.
@@ -58,11 +59,12 @@ final class SignedArchiveRead {
         }
         file = opened
         path = archive
-        Self.afterCheck?(archive)
+        Self.afterCheck.withLock { $0 }?(archive)
     }
 
-    /// Test hook: runs between the signature check and the scan (to swap or rewrite the archive there).
-    nonisolated(unsafe) static var afterCheck: ((String) -> Void)?
+    /// Test hook: runs between the signature check and the scan, given the archive's path (a test swaps or
+    /// rewrites the archive there, as another writer of its folder could).
+    static let afterCheck = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     /// A snapshot of the archive read through `file` (or the path, when the archive was never hashed).
     func scan(limits: ReadLimits, staging: StagingArea?) throws(HCPackError) -> PackageSnapshot {
