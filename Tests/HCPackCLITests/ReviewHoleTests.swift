@@ -1,7 +1,8 @@
 import Foundation
-@testable import HostedContent
 import TestSupport
 import Testing
+
+@testable import HostedContent
 
 /// The seven holes an outside review found in signing and the catalog (issue 25), one test each.
 @Suite("Signing and the catalog hold against the outside review's attacks", .serialized)
@@ -46,7 +47,8 @@ struct ReviewHoleTests {
         return (bench, evil)
     }
 
-    @Test("A signed package without Files replaced after the hash check is refused by install and verify", arguments: [false, true])
+    @Test(
+        "A signed package without Files replaced after the hash check is refused by install and verify", arguments: [false, true])
     func swappedArchive(inPlace: Bool) throws {
         let (bench, evil) = try Self.unlistedBench()
         let archive = bench.archive
@@ -105,7 +107,9 @@ struct ReviewHoleTests {
         bench.corpus.folder.write("catalog.json", big)
         let policy = CatalogPolicy(trustedKeys: try VerifierKey.load(bench.pub, relativeTo: "/"))
         let result = try CatalogVerifier.verify(bench.catalog, policy: policy)
-        #expect(result.problems.count == 1 && result.problems.first?.contains("is not the catalog signed in") == true, "\(result.problems)")
+        #expect(
+            result.problems.count == 1 && result.problems.first?.contains("is not the catalog signed in") == true,
+            "\(result.problems)")
         #expect(result.catalog == nil)
         // An untrusted note: refused before the catalog is even hashed.
         let other = bench.corpus.folder.url("other.key")
@@ -116,7 +120,8 @@ struct ReviewHoleTests {
         #expect(untrusted.problems.count == 1 && untrusted.problems.first?.contains("none of them a trusted key") == true)
     }
 
-    @Test("CatalogVerifier.verify(catalog:note:policy:) accepts the signed bytes and refuses a signed catalog with a repeated key")
+    @Test(
+        "CatalogVerifier.verify(catalog:note:policy:) accepts the signed bytes and refuses a signed catalog with a repeated key")
     func catalogBytesAPI() throws {
         let bench = CatalogBench()
         #expect(bench.make(["--sign-key", bench.key]).status == 0)
@@ -127,11 +132,13 @@ struct ReviewHoleTests {
         #expect(accepted.isValid && accepted.catalog?.serial == 7, "\(accepted.problems)")
 
         // A validly signed catalog whose JSON repeats "serial": two meanings for one signature.
-        let text = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "\"serial\" : 7,", with: "\"serial\" : 7, \"serial\" : 99,")
+        let text = String(decoding: bytes, as: UTF8.self).replacingOccurrences(
+            of: "\"serial\" : 7,", with: "\"serial\" : 7, \"serial\" : 99,")
         let repeated = Array(text.utf8)
         let key = try SigningKey.load(bench.key, name: nil, environment: [:], relativeTo: "/")
         let statement = CatalogStatement(catalogSHA256: sha256Hex(repeated), serial: 7, expires: nil)
-        let signedNote = SignedNote(text: Array(statement.text.utf8), signatures: [try key.sign(Array(statement.text.utf8))]).encoded()
+        let signedNote = SignedNote(text: Array(statement.text.utf8), signatures: [try key.sign(Array(statement.text.utf8))])
+            .encoded()
         let refused = CatalogVerifier.verify(catalog: repeated, note: signedNote, policy: policy)
         #expect(!refused.isValid && refused.problems.first?.contains("appears twice") == true, "\(refused.problems)")
         bench.corpus.folder.write("catalog.json", repeated)
@@ -192,7 +199,9 @@ struct ReviewHoleTests {
         #expect(hcpack(["verify", bench.archive, "--trusted-key", line + "===="]).status == 2)
     }
 
-    @Test("--force never lets another product's archive, signed or not, overwrite files a receipt records", arguments: [true, false])
+    @Test(
+        "--force never lets another product's archive, signed or not, overwrite files a receipt records",
+        arguments: [true, false])
     func forceAcrossProducts(signed: Bool) throws {
         let bench = SigningBench()
         let key = bench.key("a")
@@ -209,7 +218,9 @@ struct ReviewHoleTests {
         let index = try #require(bench.folder.read("dest/index.json"))
         let install = hcpack(["install", renamed, "--dest", bench.dest, "--force"] + trust)
         #expect(install.status == 1, "\(install.stdout)\(install.stderr)")
-        #expect(install.stderr.contains("belongs to 'com.example.levels'") && install.stderr.contains("'com.example.other'"), "\(install.stderr)")
+        #expect(
+            install.stderr.contains("belongs to 'com.example.levels'") && install.stderr.contains("'com.example.other'"),
+            "\(install.stderr)")
         #expect(treeListing(bench.dest) == before && bench.folder.read("dest/index.json") == index)
     }
 }

@@ -75,7 +75,8 @@ private func pythonDump(_ value: StrictJSON) -> String {
     case .integer(let number): return String(number)
     case .string(let text): return string(text)
     case .array(let items): return "[" + items.map(pythonDump).joined(separator: ",") + "]"
-    case .object(let members): return "{" + members.map { string($0.key) + ":" + pythonDump($0.value) }.joined(separator: ",") + "}"
+    case .object(let members):
+        return "{" + members.map { string($0.key) + ":" + pythonDump($0.value) }.joined(separator: ",") + "}"
     }
 }
 
@@ -127,8 +128,12 @@ struct StrictJSONTests {
         for text in [#"{"serial":3,"serial":99}"#, "[-0]", "[1.5]", "[9223372036854775808]", "\u{feff}{}"] {
             #expect(throws: StrictJSONError.self) { try StrictJSON.parse(Array(text.utf8)) }
         }
-        #expect(throws: StrictJSONError.self) { try StrictJSON.parse(Array("{}".utf16).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }) }
-        #expect(try StrictJSON.parse(Array("[9223372036854775807,-9223372036854775808]".utf8)) == .array([.integer(.max), .integer(.min)]))
+        #expect(throws: StrictJSONError.self) {
+            try StrictJSON.parse(Array("{}".utf16).flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] })
+        }
+        #expect(
+            try StrictJSON.parse(Array("[9223372036854775807,-9223372036854775808]".utf8))
+                == .array([.integer(.max), .integer(.min)]))
         let deep = String(repeating: "[", count: StrictJSON.maxDepth + 1) + String(repeating: "]", count: StrictJSON.maxDepth + 1)
         #expect(throws: StrictJSONError.self) { try StrictJSON.parse(Array(deep.utf8)) }
     }
@@ -148,7 +153,10 @@ struct StrictJSONTests {
         #expect(try Catalog.decode(valid).serial == 3)
         let broken: [[UInt8]] = [
             Array(text.replacingOccurrences(of: "\"serial\" : 3,", with: "\"serial\" : 3, \"serial\" : 99,").utf8),
-            Array(text.replacingOccurrences(of: "\"url\" : \"https://x/l.zip\",", with: "\"url\" : \"https://x/l.zip\", \"url\" : \"https://evil/l.zip\",").utf8),
+            Array(
+                text.replacingOccurrences(
+                    of: "\"url\" : \"https://x/l.zip\",", with: "\"url\" : \"https://x/l.zip\", \"url\" : \"https://evil/l.zip\","
+                ).utf8),
             [0xef, 0xbb, 0xbf] + valid,
             Array(text.utf16).flatMap { [UInt8($0 & 0xff), UInt8($0 >> 8)] },
             Array(text.replacingOccurrences(of: "\"size\" : 10", with: "\"size\" : -0").utf8),

@@ -49,10 +49,12 @@ public enum CatalogVerifier {
         let notePath = policy.signaturePath ?? path + ".hcsig"
         let refused = { (problem: String) in CatalogVerification(catalog: nil, signers: [], problems: [problem]) }
         guard let noteStatus = try FileSystem.status(notePath), noteStatus.kind == .file else {
-            return refused("\(path) is unsigned: \(notePath) does not exist; sign it (hcpack catalog --sign-key) or fetch the note")
+            return refused(
+                "\(path) is unsigned: \(notePath) does not exist; sign it (hcpack catalog --sign-key) or fetch the note")
         }
         guard noteStatus.size <= SignedNote.maxBytes else {
-            return refused("\(notePath) is larger than \(SignedNote.maxBytes) bytes, so not a catalog's note; make the catalog again")
+            return refused(
+                "\(notePath) is larger than \(SignedNote.maxBytes) bytes, so not a catalog's note; make the catalog again")
         }
         guard status.kind == .file, status.size <= Catalog.maxBytes else {
             return refused("\(path) is not a regular file of at most \(Catalog.maxBytes) bytes; fetch the catalog again")
@@ -93,7 +95,8 @@ public enum CatalogVerifier {
     {
         var verification = CatalogVerification(catalog: nil, signers: [], problems: [])
         guard bytes.count <= SignedNote.maxBytes else {
-            verification.problems.append("\(notePath) is larger than \(SignedNote.maxBytes) bytes, so not a catalog's note; make the catalog again")
+            verification.problems.append(
+                "\(notePath) is larger than \(SignedNote.maxBytes) bytes, so not a catalog's note; make the catalog again")
             return (nil, verification)
         }
         let note: SignedNote
@@ -114,17 +117,25 @@ public enum CatalogVerifier {
 
     /// The problems of catalog `bytes` held to a verified `statement`: size and SHA-256 first, then (only for the
     /// signed bytes) the parse, serial and expiry, and the policy's time and minimum serial.
-    static func check(_ bytes: [UInt8], against statement: CatalogStatement, policy: CatalogPolicy, path: String, notePath: String)
+    static func check(
+        _ bytes: [UInt8], against statement: CatalogStatement, policy: CatalogPolicy, path: String, notePath: String
+    )
         -> (Catalog?, [String])
     {
         guard bytes.count <= Catalog.maxBytes else {
-            return (nil, ["\(path) is larger than \(Catalog.maxBytes) bytes, so not the catalog signed in \(notePath); fetch both again"])
+            return (
+                nil,
+                ["\(path) is larger than \(Catalog.maxBytes) bytes, so not the catalog signed in \(notePath); fetch both again"]
+            )
         }
         let digest = Hasher.digest(.sha256, of: bytes).hexString
         guard digest == statement.catalogSHA256 else {
-            return (nil, [
-                "\(path) (SHA-256 \(digest)) is not the catalog signed in \(notePath) (\(statement.catalogSHA256)); it was changed after signing, fetch both again"
-            ])
+            return (
+                nil,
+                [
+                    "\(path) (SHA-256 \(digest)) is not the catalog signed in \(notePath) (\(statement.catalogSHA256)); it was changed after signing, fetch both again"
+                ]
+            )
         }
         let catalog: Catalog
         do {
@@ -138,11 +149,13 @@ public enum CatalogVerifier {
         }
         if let expires = statement.expires, expires <= policy.now {
             problems.append(
-                "\(path) expired at \(UTCTimestamp.format(expires)); the publisher must publish a fresh catalog (a mirror may be serving an old one)")
+                "\(path) expired at \(UTCTimestamp.format(expires)); the publisher must publish a fresh catalog (a mirror may be serving an old one)"
+            )
         }
         if statement.serial < policy.minimumSerial {
             problems.append(
-                "\(path) has serial \(statement.serial), lower than \(policy.minimumSerial) already seen; an old catalog is being replayed, do not use it")
+                "\(path) has serial \(statement.serial), lower than \(policy.minimumSerial) already seen; an old catalog is being replayed, do not use it"
+            )
         }
         return (catalog, problems)
     }

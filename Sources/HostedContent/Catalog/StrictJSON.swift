@@ -104,7 +104,9 @@ public indirect enum StrictJSON: Sendable, Equatable {
             }
             while true {
                 skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("an object key must be a string") }
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                    throw error("an object key must be a string")
+                }
                 let keyOffset = index
                 let key = try string()
                 guard keys.insert(key).inserted else {
@@ -164,7 +166,8 @@ public indirect enum StrictJSON: Sendable, Equatable {
                 throw StrictJSONError(message: "a number with a leading zero", offset: start)
             }
             if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) {
-                throw StrictJSONError(message: "a number with a fraction or exponent; only whole numbers are allowed", offset: start)
+                throw StrictJSONError(
+                    message: "a number with a fraction or exponent; only whole numbers are allowed", offset: start)
             }
             if negative && digits.elementsEqual([UInt8(ascii: "0")]) {
                 throw StrictJSONError(message: "-0 is not allowed; write 0", offset: start)

@@ -40,8 +40,9 @@ final class SignedArchiveRead {
         let atPath: FileStamp?
         do {
             atPath = try OpenFile(reading: path).stamp()
-        } catch where error.code == .notFound {
-            atPath = nil
+        } catch {
+            guard error.code == .notFound else { throw error }
+            atPath = nil  // removed: not the file hashed either
         }
         if try file.stamp() != fingerprint.stamp || atPath != fingerprint.stamp {
             problems.add(
