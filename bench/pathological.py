@@ -7,7 +7,8 @@
   (the figures the suite's InstallHostileTests.manyEntries no longer asserts: time belongs here);
 - a gzip whose content is a gzip with a 1 GiB file-name field that never ends: verify refuses it
   (archive.nested-compression); bsdtar -tf, which lets libarchive stack filters, is shown for comparison
-  and stopped after BSDTAR_TIMEOUT seconds.
+  and stopped after BSDTAR_TIMEOUT seconds;
+- a 60 MiB catalog beside another catalog's note: verify-catalog refuses it on its SHA-256, unparsed (issue 25).
 
 Prints one markdown table: wall seconds, peak RSS (GNU time's %M), exit status and the rules reported.
 """
@@ -15,6 +16,7 @@ import io
 import os
 import plistlib
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -118,6 +120,25 @@ def gzip_in_gzip(folder, name_bytes=1 << 30):
     return path
 
 
+def catalog_wrong_note(folder, size=60 << 20):
+    """A 60 MiB JSON catalog beside the validly signed note of another catalog (issue 25): verify-catalog must
+    refuse it on its SHA-256, before parsing. Returns the verify-catalog command."""
+    def quiet(*arguments):
+        subprocess.run([HCPACK, *arguments], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    quiet("init", os.path.join(folder, "pkg"), "--product-id", "com.example.levels")
+    quiet("build", os.path.join(folder, "pkg"), "-o", os.path.join(folder, "a.zip"))
+    quiet("keygen", "--name", "example.com/bench", "-o", os.path.join(folder, "k.key"))
+    small = os.path.join(folder, "small.json")
+    quiet("catalog", os.path.join(folder, "a.zip"), "--base-url", "https://x", "-o", small, "--serial", "1",
+          "--sign-key", os.path.join(folder, "k.key"))
+    big = os.path.join(folder, "catalog.json")
+    item = b'"' + b"a" * 63 + b'",'
+    with open(big, "wb") as out:
+        out.write(b'{"format":"hcpack-catalog-1","serial":1,"packages":[' + item * (size // len(item)) + b'"x"]}')
+    os.replace(small + ".hcsig", big + ".hcsig")
+    return big, ["verify-catalog", big, "--trusted-key", os.path.join(folder, "k.key.pub")]
+
+
 def main():
     folder = tempfile.mkdtemp(prefix="hcpack-pathological-")
     cases = [
@@ -143,9 +164,14 @@ def main():
     wall, rss, status = run_killed(["bsdtar", "-tf", cases[2][1]], BSDTAR_TIMEOUT)
     print(f"| {cases[2][0]} | {os.path.getsize(cases[2][1])} | `bsdtar -tf` | {wall:.2f} | | {rss / 1024:.1f} | "
           f"{status} | |")
+    catalog, command = catalog_wrong_note(folder)
+    wall, cpu, rss, status, output = run([HCPACK] + command)
+    verdict = "SHA-256 refused" if "is not the catalog signed in" in output else "unexpected"
+    print(f"| 60 MiB catalog, another catalog's note | {os.path.getsize(catalog)} | `hcpack verify-catalog` | {wall:.2f} | "
+          f"{cpu:.2f} | {rss / 1024:.1f} | {status} | {verdict} |")
     for _, path in cases:
         os.remove(path)
-    os.rmdir(folder)
+    shutil.rmtree(folder)
 
 
 if __name__ == "__main__":

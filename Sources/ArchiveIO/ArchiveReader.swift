@@ -112,17 +112,18 @@ public final class ArchiveReader {
     /// - Parameter checksZipCRC: false turns libarchive's CRC-32 check of zip entries off (its `ignorecrc32`
     ///   option): for a caller that computes each entry's CRC-32 on another thread and compares it with the
     ///   central directory's (`ZipDirectory`). Tar has no checksum of the data, so it changes nothing there.
-    public init(path: String, limits: ArchiveLimits = ArchiveLimits(), checksZipCRC: Bool = true) throws(ArchiveError) {
+    /// - Parameter descriptor: an open descriptor of the archive to read instead of opening `path` (which then
+    ///   only names it): the reader reads a duplicate (`F_DUPFD_CLOEXEC`), the caller keeps and closes its own.
+    ///   So a caller that hashed the file through `descriptor` reads the same file, whatever `path` names now.
+    public init(path: String, descriptor: Int32? = nil, limits: ArchiveLimits = ArchiveLimits(), checksZipCRC: Bool = true)
+        throws(ArchiveError)
+    {
         self.limits = limits
         self.checksZipCRC = checksZipCRC
         self.inputName = "'\(path)'"
         self.watchdog = ReadWatchdog(limits: limits, inputName: "'\(path)'")
         self.archive = try Self.makeArchive()
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            let number = errno
-            throw ArchiveError(.io, "cannot open '\(path)': \(Self.describe(errno: number))", errno: number)
-        }
+        let fd = try Self.openOrDuplicate(path, descriptor)
         fileDescriptor = fd
         var info = stat()
         if fstat(fd, &info) != 0 {
@@ -472,6 +473,16 @@ public final class ArchiveReader {
     /// Up to `length` leading bytes of a regular file (`pread`: the offset stays put).
     /// How much compressed input the nested-compression check may decompress at most: a whole bzip2 block.
     private static let peekLength = 1 << 20
+
+    /// `open(path)`, or a close-on-exec duplicate of `descriptor` when one is given.
+    static func openOrDuplicate(_ path: String, _ descriptor: Int32?) throws(ArchiveError) -> Int32 {
+        let fd = descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            let number = errno
+            throw ArchiveError(.io, "cannot open '\(path)': \(describe(errno: number))", errno: number)
+        }
+        return fd
+    }
 
     private static func readPrefix(_ descriptor: Int32, size: Int64, length: Int) -> [UInt8] {
         var prefix = [UInt8](repeating: 0, count: Int(min(size, Int64(length))))

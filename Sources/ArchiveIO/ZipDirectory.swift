@@ -246,15 +246,14 @@ public struct ZipDirectory: Sendable {
     public var defects: [String] = []
 
     /// Reads the zip at `path`; `visit` gets every central directory record, in order, with its local header.
+    /// - Parameter descriptor: an open descriptor of the zip to read instead of opening `path` (as
+    ///   `ArchiveReader.init(path:descriptor:)`; the caller keeps its own).
     /// - Throws: `ArchiveError` `.io` when the file cannot be opened or read, or whatever `visit` throws.
     public static func read(
-        path: String, limits: ZipDirectoryLimits = ZipDirectoryLimits(), visit: (ZipEntryFacts) throws -> Void
+        path: String, descriptor opened: Int32? = nil, limits: ZipDirectoryLimits = ZipDirectoryLimits(),
+        visit: (ZipEntryFacts) throws -> Void
     ) throws -> ZipDirectory {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            let number = errno
-            throw ArchiveError(.io, "cannot open '\(path)': \(String(cString: strerror(number)))", errno: number)
-        }
+        let descriptor = try ArchiveReader.openOrDuplicate(path, opened)
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {

@@ -119,14 +119,19 @@ public struct Catalog: Sendable, Equatable {
         return out
     }
 
-    /// Parses a catalog strictly: every documented field with its type, nothing else, digests as 64 lower-case
-    /// hex digits, sizes and the serial non-negative, products once each.
+    /// Parses a catalog strictly: the JSON as `StrictJSON` reads it (UTF-8, no BOM, no repeated key, exact
+    /// integers), every documented field with its type, nothing else, digests as 64 lower-case hex digits, sizes
+    /// and the serial non-negative, products once each. Check the catalog's note first
+    /// (`CatalogVerifier.verify(catalog:note:policy:)`): these are untrusted bytes until then.
     public static func decode(_ bytes: [UInt8]) throws(CatalogFormatError) -> Catalog {
         guard bytes.count <= maxBytes else { throw CatalogFormatError(message: "larger than \(maxBytes) bytes") }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)), let root = object as? [String: Any] else {
-            throw CatalogFormatError(message: "not a JSON object")
+        let root: StrictJSON
+        do {
+            root = try StrictJSON.parse(bytes)
+        } catch {
+            throw CatalogFormatError(message: "not strict JSON: \(error.message) (byte \(error.offset))")
         }
-        var fields = Fields(root, at: "the catalog")
+        var fields = try Fields(root, at: "the catalog")
         guard try fields.string("format") == format else {
             throw CatalogFormatError(message: "format is not '\(format)'")
         }
@@ -139,21 +144,17 @@ public struct Catalog: Sendable, Equatable {
             expires = date
         }
         var packages: [CatalogPackage] = []
-        var seen: Set<String> = []
+        var seen: Set<[UInt8]> = []
         for (index, item) in try fields.array("packages").enumerated() {
-            guard let dictionary = item as? [String: Any] else { throw CatalogFormatError(message: "packages[\(index)] is not an object") }
-            var entry = Fields(dictionary, at: "packages[\(index)]")
+            var entry = try Fields(item, at: "packages[\(index)]")
             let product = try entry.string("productIdentifier")
-            guard ContentInfo.isValidProductIdentifier(product), seen.insert(product).inserted else {
+            guard ContentInfo.isValidProductIdentifier(product), seen.insert(Array(product.utf8)).inserted else {
                 throw CatalogFormatError(message: "packages[\(index)]: productIdentifier '\(product)' is invalid or repeated")
             }
             let version = try entry.version("version")
             var deltas: [CatalogDelta] = []
             for (deltaIndex, deltaItem) in try entry.array("deltas").enumerated() {
-                guard let deltaDictionary = deltaItem as? [String: Any] else {
-                    throw CatalogFormatError(message: "packages[\(index)].deltas[\(deltaIndex)] is not an object")
-                }
-                var delta = Fields(deltaDictionary, at: "packages[\(index)].deltas[\(deltaIndex)]")
+                var delta = try Fields(deltaItem, at: "packages[\(index)].deltas[\(deltaIndex)]")
                 deltas.append(
                     CatalogDelta(
                         baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
@@ -171,21 +172,25 @@ public struct Catalog: Sendable, Equatable {
         return Catalog(serial: serial, expires: expires, packages: packages)
     }
 
-    /// Reads a JSON object's fields by name, each once, and refuses any left over.
+    /// Reads a JSON object's fields by name, each once, and refuses any left over (`StrictJSON` refused
+    /// repeated keys already).
     private struct Fields {
-        var remaining: [String: Any]
+        var remaining: [String: StrictJSON]
         let location: String
 
-        init(_ dictionary: [String: Any], at location: String) {
-            remaining = dictionary
+        init(_ value: StrictJSON, at location: String) throws(CatalogFormatError) {
+            guard let members = value.members else { throw CatalogFormatError(message: "\(location) is not an object") }
+            var fields: [String: StrictJSON] = [:]
+            for member in members { fields[member.key] = member.value }
+            remaining = fields
             self.location = location
         }
 
-        mutating func take(_ name: String) -> Any? { remaining.removeValue(forKey: name) }
+        mutating func take(_ name: String) -> StrictJSON? { remaining.removeValue(forKey: name) }
 
         mutating func optionalString(_ name: String) throws(CatalogFormatError) -> String? {
             guard let value = take(name) else { return nil }
-            guard let text = value as? String, !text.isEmpty else {
+            guard case .string(let text) = value, !text.isEmpty else {
                 throw CatalogFormatError(message: "\(location): \(name) is not a non-empty string")
             }
             return text
@@ -211,16 +216,14 @@ public struct Catalog: Sendable, Equatable {
         }
 
         mutating func integer(_ name: String) throws(CatalogFormatError) -> Int64 {
-            // NSNumber bridging: a JSON true reads as 1 (its class is a subclass of NSNumber), and 1.5 as 1;
-            // only a whole number is taken.
-            guard let number = take(name) as? NSNumber, ObjectIdentifier(type(of: number)) == ObjectIdentifier(NSNumber.self),
-                let value = Int64(exactly: number.doubleValue), value >= 0, number.stringValue == String(value)
-            else { throw CatalogFormatError(message: "\(location): \(name) is not a non-negative whole number") }
+            guard case .integer(let value)? = take(name), value >= 0 else {
+                throw CatalogFormatError(message: "\(location): \(name) is not a non-negative whole number")
+            }
             return value
         }
 
-        mutating func array(_ name: String) throws(CatalogFormatError) -> [Any] {
-            guard let values = take(name) as? [Any] else { throw CatalogFormatError(message: "\(location): \(name) is not an array") }
+        mutating func array(_ name: String) throws(CatalogFormatError) -> [StrictJSON] {
+            guard case .array(let values)? = take(name) else { throw CatalogFormatError(message: "\(location): \(name) is not an array") }
             return values
         }
 

@@ -132,12 +132,10 @@ public enum Installer {
                 path: archive)
         }
         // The note and the archive file are checked before DEST is even opened.
-        let signature = try options.signature.map { policy throws(HCPackError) in
-            try SignatureChecker.checkArchive(archive, policy: policy)
-        }
-        if let signature, signature.problems.hasErrors { return .rejected(signature.rejection(archive)) }
+        let signed = try options.signature.map { policy throws(HCPackError) in try SignedArchiveRead(archive, policy: policy) }
+        if let signature = signed?.check, signature.problems.hasErrors { return .rejected(signature.rejection(archive)) }
         let session = try InstallSession(options: options, progress: progress)
-        session.signature = signature
+        session.signed = signed
         do {
             return try session.run(archive)
         } catch {
@@ -162,8 +160,10 @@ final class InstallSession {
     /// The Contents/-relative name each file to install has in the archive (and so in staging), where it is
     /// not spelled exactly as in Files.
     var stagedNames: [ExactPath: String] = [:]
-    /// The archive's signature, checked against the archive file; the package is held to its statement.
-    var signature: ArchiveSignatureCheck?
+    /// The signed archive, hashed and checked against its note through the descriptor the scan reads; the
+    /// package is held to its statement.
+    var signed: SignedArchiveRead?
+    var signature: ArchiveSignatureCheck? { signed?.check }
     /// SHA-256 of the installed version's full ContentInfo.plist, for the receipt (a delta names its target's).
     var plistSHA256: String?
     /// Files of DEST hashed already by this install (a delta's carried-over files), so planning does not read
@@ -233,7 +233,14 @@ final class InstallSession {
         }
         staging.startFlushing()
         var report = try readAndCheck(archive, staging: staging)
-        if let signature { report.problems.append(contentsOf: signature.checkPackage(report, installAll: options.installAll)) }
+        if let signed {
+            // Before anything is placed: what was staged is what was hashed, then it is held to the statement.
+            let changed = try signed.changes()
+            report.problems.append(contentsOf: changed)
+            if !changed.hasErrors {
+                report.problems.append(contentsOf: signed.check.checkPackage(report, installAll: options.installAll))
+            }
+        }
         if !report.isValid() {
             abandon()
             return .rejected(report)
@@ -268,7 +275,10 @@ final class InstallSession {
     /// Streams the archive into staging and runs the rules; the snapshot lives only as long as this call.
     /// The verdict is verify's, unchanged: install refuses exactly the packages `verify` reports invalid.
     func readAndCheck(_ archive: String, staging: StagingArea) throws(HCPackError) -> VerificationReport {
-        let snapshot = try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
+        let snapshot =
+            if let signed { try signed.scan(limits: options.verify.limits, staging: staging) } else {
+                try PackageScanner.readArchive(archive, limits: options.verify.limits, staging: staging)
+            }
         staging.startSynchronizing()
         return Verifier.check(snapshot, options: options.verify)
     }
@@ -465,6 +475,27 @@ final class InstallSession {
         return candidates.first { $0 == actual }
     }
 
+    /// The product other than `product` whose receipt records `path`, if any. The receipts are read once,
+    /// on the first question (only an install that would replace an existing file asks).
+    func otherOwner(of path: String, besides product: String) throws(HCPackError) -> String? {
+        if otherOwners == nil {
+            var owners: [ExactPath: String] = [:]
+            if let receipts = try metadata.openDirectory(Installer.receiptsFolder) {
+                for name in try receipts.list().sorted() where name.hasSuffix(".json") && name != Installer.receiptName(product) {
+                    guard let bytes = try receipts.readFile(name, limit: Installer.recordLimit),
+                        let receipt = InstallReceipt.decode(bytes), receipt.productIdentifier != product
+                    else { continue }
+                    for file in receipt.files { owners[ExactPath(file.path)] = owners[ExactPath(file.path)] ?? receipt.productIdentifier }
+                }
+            }
+            otherOwners = owners
+        }
+        return otherOwners?[ExactPath(path)]
+    }
+
+    /// Paths recorded by other products' receipts, by `otherOwner`.
+    var otherOwners: [ExactPath: String]?
+
     func makePlan(package: Package, wanted: [InstalledFile]) throws(HCPackError) -> Plan {
         var plan = Plan()
         let identifier = package.productIdentifier
@@ -498,6 +529,11 @@ final class InstallSession {
             case .file(let size):
                 if try matches(file.path, size: size, [file.record]) != nil {
                     plan.skip.append(file.path)
+                } else if let owner = try otherOwner(of: file.path, besides: identifier) {
+                    // Signed or not, with --force or without: one product never overwrites another's files.
+                    conflicts.append(
+                        "\(location) belongs to '\(owner)' (its receipt records it); '\(identifier)' may not overwrite it, not even with --force: install the two products into separate folders"
+                    )
                 } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]]) != nil || options.force {
                     plan.place.append(file)
                 } else {

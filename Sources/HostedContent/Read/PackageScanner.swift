@@ -235,12 +235,16 @@ public enum PackageScanner {
     /// into `staging` as it streams (install). Conflicts found while staging join the snapshot's problems.
     /// - Throws: `HCPackError` when the archive cannot be read or staging fails (disk full, permission).
     /// - Parameter waitsForZipRecords: see `StoredDataScan` (tests).
+    /// - Parameter descriptor: the archive, already open (a signed read: see `SignedArchive`); every reader of
+    ///   this scan reads it, never `path` again.
     static func readArchive(
-        _ path: String, limits: ReadLimits, staging: StagingArea?, waitsForZipRecords: Bool = false
+        _ path: String, limits: ReadLimits, staging: StagingArea?, waitsForZipRecords: Bool = false, descriptor: Int32? = nil
     ) throws(HCPackError) -> PackageSnapshot {
-        try readArchive(origin: path, file: path, limits: limits, staging: staging, waitsForZipRecords: waitsForZipRecords) {
-            () throws(ArchiveError) in
-            try ArchiveReader(path: path, limits: limits.archive, checksZipCRC: false)
+        try readArchive(
+            origin: path, file: path, descriptor: descriptor, limits: limits, staging: staging,
+            waitsForZipRecords: waitsForZipRecords
+        ) { () throws(ArchiveError) in
+            try ArchiveReader(path: path, descriptor: descriptor, limits: limits.archive, checksZipCRC: false)
         }
     }
 
@@ -251,7 +255,7 @@ public enum PackageScanner {
     /// time for them (`ArchiveCollector.Checksummer`), compared by `ZipStructureCheck` with the central
     /// directory.
     private static func readArchive(
-        origin path: String, file: String?, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
+        origin path: String, file: String?, descriptor: Int32? = nil, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
         waitsForZipRecords: Bool = false, open: () throws(ArchiveError) -> ArchiveReader
     ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
@@ -277,8 +281,11 @@ public enum PackageScanner {
         // A zip's records are read and checked beside the scan; the verdict joins them at the end.
         let zipRecords = reader.isZip
             ? BackgroundResult { () throws(HCPackError) in
-                try ZipStructureCheck.readRecords(file: file, bytes: bytes, limits: limits.archive, keepsChecksums: true)
+                try ZipStructureCheck.readRecords(
+                    file: file, descriptor: descriptor, bytes: bytes, limits: limits.archive, keepsChecksums: true)
             } : nil
+        // The caller closes its descriptor once this returns: the records' reader is done with it by then.
+        defer { if descriptor != nil { _ = zipRecords?.outcome() } }
         var collector = ArchiveCollector(
             plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
         // Large stored entries are read (and staged) beside libarchive (see StoredDataHashing).

@@ -40,7 +40,9 @@ enum ZipStructureCheck {
     /// nil when there is neither.
     /// - Parameter keepsChecksums: keeps what comparing `ReadChecksum`s needs.
     /// - Throws: `HCPackError` when the file cannot be read (an environment failure, not a finding).
-    static func readRecords(file: String?, bytes: [UInt8]?, limits: ArchiveLimits, keepsChecksums: Bool) throws(HCPackError)
+    static func readRecords(
+        file: String?, descriptor: Int32? = nil, bytes: [UInt8]?, limits: ArchiveLimits, keepsChecksums: Bool
+    ) throws(HCPackError)
         -> Records?
     {
         var check = ZipStructureCheck.Collector()
@@ -49,7 +51,7 @@ enum ZipStructureCheck {
         let directory: ZipDirectory
         do {
             if let file {
-                directory = try ZipDirectory.read(path: file, limits: zipLimits) { check.add($0) }
+                directory = try ZipDirectory.read(path: file, descriptor: descriptor, limits: zipLimits) { check.add($0) }
             } else if let bytes {
                 directory = try ZipDirectory.read(bytes: bytes, limits: zipLimits) { check.add($0) }
             } else {

@@ -12,7 +12,12 @@ public struct ArchiveFingerprint: Sendable, Equatable {
 
     /// Reads and hashes the archive at `path`.
     public static func of(_ path: String) throws(HCPackError) -> ArchiveFingerprint {
-        let file = try OpenFile(reading: path)
+        try of(OpenFile(reading: path))
+    }
+
+    /// Reads and hashes the open `file` from its first byte (`pread`: the descriptor's offset is not used).
+    static func of(_ file: OpenFile) throws(HCPackError) -> ArchiveFingerprint {
+        let path = file.path
         let before = try file.stamp()
         let hasher = Hasher(.sha256)
         var size: Int64 = 0

@@ -100,7 +100,7 @@ public enum PackageSigner {
         }
         if note.text.isEmpty { note.text = Array(statement.text.utf8) }
         let signature = try key.sign(note.text)
-        let alreadySigned = note.signatures.contains { $0.name == signature.name && $0.keyHash == signature.keyHash }
+        let alreadySigned = note.signatures.contains { $0.isBy(name: signature.name, keyHash: signature.keyHash) }
         if !alreadySigned {
             note.signatures.append(signature)
             try writeNote(note, to: notePath)
@@ -167,11 +167,17 @@ extension Verifier {
     public static func verify(_ archive: String, options: VerifyOptions = VerifyOptions(), signature policy: SignaturePolicy)
         throws(HCPackError) -> (report: VerificationReport, signature: SignatureSummary)
     {
-        let check = try SignatureChecker.checkArchive(archive, policy: policy)
-        var report = try verify(archive, options: options)
-        report.problems.append(contentsOf: check.problems)
-        if !check.problems.hasErrors { report.problems.append(contentsOf: check.checkPackage(report)) }
-        var summary = check.summary
+        // One descriptor for the hash and the scan; a swap or a write in between is refused (SignedArchiveRead).
+        let read = try SignedArchiveRead(archive, policy: policy)
+        let signature = read.check
+        var report =
+            read.file == nil
+            ? try verify(archive, options: options) : check(try read.scan(limits: options.limits, staging: nil), options: options)
+        let changed = try read.changes()
+        report.problems.append(contentsOf: signature.problems)
+        report.problems.append(contentsOf: changed)
+        if !signature.problems.hasErrors && !changed.hasErrors { report.problems.append(contentsOf: signature.checkPackage(report)) }
+        var summary = signature.summary
         summary.isValid = !report.problems.rules.contains { $0.rawValue.hasPrefix("signature.") }
         return (report, summary)
     }

@@ -109,7 +109,7 @@ public enum SignatureChecker {
         var signers: [NoteSigner] = []
         var seen: Set<NoteSigner> = []
         for signature in note.signatures {
-            guard let key = trusted.first(where: { $0.name == signature.name && $0.keyHash == signature.keyHash }) else {
+            guard let key = trusted.first(where: { signature.isBy(name: $0.name, keyHash: $0.keyHash) }) else {
                 continue
             }
             let signer = NoteSigner(name: key.name, keyHash: key.hashText)
@@ -143,6 +143,14 @@ public enum SignatureChecker {
     /// The first step: the note is present, well formed, signed by a trusted key, not expired, and names this
     /// archive file (size and SHA-256, hashed once here). Reads only the note and the archive file.
     public static func checkArchive(_ archive: String, policy: SignaturePolicy) throws(HCPackError) -> ArchiveSignatureCheck {
+        try checkArchive(archive, policy: policy) { () throws(HCPackError) in try ArchiveFingerprint.of(archive) }
+    }
+
+    /// `checkArchive`, where `fingerprint` reads and hashes the archive (only once the note holds).
+    static func checkArchive(
+        _ archive: String, policy: SignaturePolicy, fingerprint hash: () throws(HCPackError) -> ArchiveFingerprint
+    ) throws(HCPackError) -> ArchiveSignatureCheck {
+        var hashed: ArchiveFingerprint?
         let notePath = notePath(for: archive, signaturePath: policy.signaturePath)
         var (summary, _, problems) = try read(archive: archive, notePath: notePath, trusted: policy.trustedKeys)
         if let statement = summary.statement, !problems.hasErrors {
@@ -152,7 +160,8 @@ public enum SignatureChecker {
                     "\(notePath) expired at \(UTCTimestamp.format(expires)); ask for a fresh signature (hcpack sign) of the current release"
                 )
             }
-            let fingerprint = try ArchiveFingerprint.of(archive)
+            let fingerprint = try hash()
+            hashed = fingerprint
             if fingerprint.size != statement.archiveSize || fingerprint.sha256 != statement.archiveSHA256 {
                 problems.add(
                     .signatureMismatch, path: "",
@@ -161,7 +170,7 @@ public enum SignatureChecker {
             }
         }
         summary.isValid = !problems.hasErrors
-        return ArchiveSignatureCheck(summary: summary, problems: problems)
+        return ArchiveSignatureCheck(summary: summary, problems: problems, fingerprint: hashed)
     }
 
     /// Summarises the note of `archive` without requiring it (verify without `--trusted-key`); nil when there is none.
@@ -202,6 +211,8 @@ public enum SignatureChecker {
 public struct ArchiveSignatureCheck: Sendable {
     public var summary: SignatureSummary
     public var problems: ProblemList
+    /// The archive's size, SHA-256 and stamp as hashed; nil when the note was refused before.
+    public var fingerprint: ArchiveFingerprint?
 
     /// The second step: the package as read matches the statement (plist SHA-256, product, version) and every
     /// file that will be installed (or, for verify, every listed file) has an integrity record.

@@ -15,6 +15,12 @@ public struct NoteSignature: Sendable, Equatable {
         self.signature = signature
     }
 
+    /// Whether this signature names the key `name` with hash `keyHash`: the names compared byte for byte, as Go
+    /// compares them (Swift's `==` would also match another Unicode normalization of the name).
+    public func isBy(name: String, keyHash: UInt32) -> Bool {
+        self.keyHash == keyHash && self.name.utf8.elementsEqual(name.utf8)
+    }
+
     /// The line, with its "\n".
     public var line: String {
         let hash: [UInt8] = [
@@ -49,7 +55,8 @@ public struct SignedNote: Sendable, Equatable {
     }
 
     /// Parses a note as Go's `note.Open` does: UTF-8 without control characters other than "\n", split at the
-    /// last blank line, every line after it a well-formed signature line, at most 100 of them.
+    /// last blank line, every line after it a well-formed signature line (strict base64, as `StrictBase64`), at
+    /// most 100 of them. Names are kept as written: compare them byte for byte (`NoteSignature.isBy`), as Go does.
     public static func parse(_ bytes: [UInt8]) throws(NoteFormatError) -> SignedNote {
         guard let string = String(validating: bytes, as: UTF8.self) else {
             throw NoteFormatError(message: "the note is not valid UTF-8")
@@ -86,7 +93,7 @@ public struct SignedNote: Sendable, Equatable {
             guard VerifierKey.isValidName(name) else {
                 throw NoteFormatError(message: "a signature line has an invalid key name")
             }
-            guard !base64.isEmpty, let data = Data(base64Encoded: base64), data.count >= 5 else {
+            guard !base64.isEmpty, let data = StrictBase64.decode(base64), data.count >= 5 else {
                 throw NoteFormatError(message: "the signature of '\(name)' is not base64 of a key hash and a signature")
             }
             signatures.append(

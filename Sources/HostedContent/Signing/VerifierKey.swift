@@ -25,7 +25,8 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
         self.keyHash = Self.keyHash(name: name, publicKey: publicKey)
     }
 
-    /// Parses a verifier key line; the error names `source` (a file, or "--trusted-key") and what is wrong.
+    /// Parses a verifier key line as Go's `note.NewVerifier` does (the key in strict base64, `StrictBase64`); the
+    /// error names `source` (a file, or "--trusted-key") and what is wrong.
     public init(line: String, source: String = "the key") throws(HCPackError) {
         // The key's base64 may hold '+' itself: split at the first two only, as Go does.
         let parts = line.split(separator: "+", maxSplits: 2, omittingEmptySubsequences: false)
@@ -38,10 +39,12 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
         let name = String(parts[0])
         let hashText = String(parts[1])
         guard Self.isValidName(name) else { throw malformed("'\(name)' is not a key name") }
-        guard hashText.utf8.count == 8, let hash = UInt32(hashText, radix: 16) else {
+        guard hashText.utf8.count == 8, hashText.utf8.allSatisfy({ $0 < 0x80 && Character(Unicode.Scalar($0)).isHexDigit }),
+            let hash = UInt32(hashText, radix: 16)
+        else {
             throw malformed("the hash is not 8 hex digits")
         }
-        guard let data = Data(base64Encoded: String(parts[2])), data.count == 33, data.first == Self.ed25519Algorithm else {
+        guard let data = StrictBase64.decode(parts[2]), data.count == 33, data.first == Self.ed25519Algorithm else {
             throw malformed("the key is not base64 of 0x01 and a 32-byte Ed25519 key")
         }
         try self.init(name: name, publicKey: Array(data.dropFirst()))
@@ -97,9 +100,11 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
         return keys
     }
 
-    /// The keys of a `--trusted-key` value: a file (a `.pub` file, or one key per line) when one exists at
-    /// `argument` (relative to `directory`), otherwise a key line itself.
+    /// The keys of a `--trusted-key` value. A value that parses as a key line is that key, never a path: a file
+    /// named like a key line (which anyone who can write to the working directory may create) cannot replace
+    /// it. Anything else is a file (relative to `directory`): a `.pub` file, or one key per line.
     public static func load(_ argument: String, relativeTo directory: String) throws(HCPackError) -> [VerifierKey] {
+        if let key = try? VerifierKey(line: argument) { return [key] }
         let path = argument.hasPrefix("/") ? argument : directory + "/" + argument
         if try FileSystem.status(path) != nil {
             let bytes = try FileSystem.readFile(path, limit: 1 << 20)
