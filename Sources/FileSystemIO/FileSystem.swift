@@ -15,6 +15,9 @@ public enum FileSystem {
         public var device: UInt64
         public var inode: UInt64
         public var linkCount: UInt64
+
+        /// The file itself, whatever name reaches it.
+        public var identity: FileIdentity { FileIdentity(device: device, inode: inode) }
     }
 
     /// `lstat(path)`; nil when the path does not exist.
@@ -157,5 +160,19 @@ public final class OpenFile {
             if count == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
+    }
+}
+
+/// One file on one file system (device and inode): two names with the same identity are one file.
+public struct FileIdentity: Sendable, Equatable, Hashable {
+    /// `st_dev`.
+    public var device: UInt64
+    /// `st_ino`.
+    public var inode: UInt64
+
+    /// The identity with these numbers.
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
     }
 }

@@ -106,8 +106,6 @@ public enum Installer {
     public static let metadataFolder = ".hcpack"
     /// Receipts folder inside `metadataFolder`.
     public static let receiptsFolder = "receipts"
-    /// Largest receipt or journal read back (a receipt lists at most `maxEntries` files).
-    static let recordLimit = 256 << 20
 
     /// The journal's file name inside `DEST/.hcpack/`.
     public static func journalName(_ productIdentifier: String) -> String { "journal-\(productIdentifier).json" }
@@ -370,14 +368,15 @@ final class InstallSession {
     /// by hcpack (the receipt records the same size and digest, and the file has that size now).
     func namesInPlace(plistName: String, plist: [UInt8]) -> Set<String> {
         let prefix = plistName.dropLast(ContentInfo.fileName.count) + "Contents/"
-        // Nothing was installed here before: no need to parse the plist a second time.
+        // Nothing was installed here before: no need to parse the plist a second time. After a crash (a
+        // journal is left) a file may hold the journal's bytes at the receipt's size: stage everything then.
         guard (try? metadata.status(Installer.receiptsFolder)) != nil,
             let info = try? ContentInfo.decode(plist, limits: options.verify.limits.plist),
             let identifier = info.productIdentifier, let files = info.files,
+            (try? metadata.status(Installer.journalName(identifier))) == nil,
             let records = try? info.parseIntegrity(),
-            let receiptBytes = try? metadata.openDirectory(Installer.receiptsFolder)?.readFile(
-                Installer.receiptName(identifier), limit: Installer.recordLimit),
-            let receipt = InstallReceipt.decode(receiptBytes), receipt.productIdentifier == identifier
+            let receipt = try? InstallRecords.receipt(
+                identifier, in: metadata.openDirectory(Installer.receiptsFolder), limits: options.verify.limits)
         else { return [] }
         let owned = receipt.recordsByPath
         var names: Set<String> = []
@@ -388,6 +387,17 @@ final class InstallSession {
             names.insert(prefix + path)
         }
         return names
+    }
+
+    /// A record read by `read`; with --force an unusable one is set aside (nil: as if absent), and this
+    /// install writes its own in its place.
+    func usableRecord<Record>(_ read: () throws(HCPackError) -> Record?) throws(HCPackError) -> Record? {
+        do {
+            return try read()
+        } catch {
+            if options.force && error.code == .invalidPackage { return nil }
+            throw error
+        }
     }
 
     // MARK: Planning
@@ -468,13 +478,12 @@ final class InstallSession {
     func makePlan(package: Package, wanted: [InstalledFile]) throws(HCPackError) -> Plan {
         var plan = Plan()
         let identifier = package.productIdentifier
-        if let bytes = try metadata.openDirectory(Installer.receiptsFolder)?.readFile(
-            Installer.receiptName(identifier), limit: Installer.recordLimit)
-        {
-            plan.previous = InstallReceipt.decode(bytes).flatMap { $0.productIdentifier == identifier ? $0 : nil }
-        }
-        if let bytes = try metadata.readFile(Installer.journalName(identifier), limit: Installer.recordLimit) {
-            plan.journal = InstallJournal.decode(bytes)
+        let receipts = try metadata.openDirectory(Installer.receiptsFolder)
+        let limits = options.verify.limits
+        plan.previous = try usableRecord { () throws(HCPackError) in try InstallRecords.receipt(identifier, in: receipts, limits: limits) }
+        plan.journal = try usableRecord { () throws(HCPackError) in try InstallRecords.journal(identifier, in: metadata, limits: limits) }
+        let ownership = try Ownership.load(excluding: identifier, in: receipts, limits: limits) { (read) throws(HCPackError) in
+            try usableRecord(read)
         }
         let previousVersion = plan.previous.flatMap { ContentVersion($0.version) }
         if let previousVersion, previousVersion > package.version, !options.force || options.signature != nil {
@@ -490,15 +499,22 @@ final class InstallSession {
 
         var conflicts: [String] = []
         lastInspected = nil  // may be from the streaming phase: look again
+        var aliases = NameAliases(owned: owned, journaled: journaled)
         for file in wanted {
             let location = destinationPath + "/" + file.path
+            if let conflict = ownership.conflict(installing: file, productIdentifier: identifier, destination: destinationPath) {
+                conflicts.append(conflict)
+                continue
+            }
             switch try inspect(file.path) {
             case .absent:
                 plan.place.append(file)
             case .file(let size):
                 if try matches(file.path, size: size, [file.record]) != nil {
                     plan.skip.append(file.path)
-                } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]]) != nil || options.force {
+                } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]] + aliasRecords(file.path, &aliases))
+                    != nil || options.force
+                {
                     plan.place.append(file)
                 } else {
                     conflicts.append(
@@ -535,6 +551,10 @@ final class InstallSession {
         // Files of the previous install (or of an interrupted one) that this version no longer lists.
         let wantedPaths = Set(wanted.map(\.path))
         for path in Set(owned.keys).union(journaled.keys).subtracting(wantedPaths).sorted() {
+            // Another product lists it too: it stays while any product does.
+            if !ownership.otherOwners(of: path).isEmpty { continue }
+            // The same file as one this version installs, by another name (a case-insensitive DEST).
+            if try isAlias(path, ofOneOf: wanted, &aliases) { continue }
             let target = try inspect(path)
             if case .absent = target { plan.gone.append(path) }
             guard case .file(let size) = target else {
@@ -560,6 +580,71 @@ final class InstallSession {
             }
         }
         return plan
+    }
+
+    /// Names that may be one file on DEST's file system (the same up to case and Unicode normalization), found
+    /// lazily: most installs never need them.
+    struct NameAliases {
+        let owned: [String: FileRecord]
+        let journaled: [String: FileRecord]
+        private var recordedByKey: [String: [String]]?
+        private var wantedByKey: [String: [String]]?
+
+        init(owned: [String: FileRecord], journaled: [String: FileRecord]) {
+            self.owned = owned
+            self.journaled = journaled
+        }
+
+        /// Recorded paths (receipt, journal) whose folded name is `path`'s.
+        mutating func recorded(like path: String) -> [String] {
+            if recordedByKey == nil {
+                var index: [String: [String]] = [:]
+                for name in Set(owned.keys).union(journaled.keys) { index[PackagePath.foldKey(name), default: []].append(name) }
+                recordedByKey = index
+            }
+            return (recordedByKey?[PackagePath.foldKey(path)] ?? []).filter { ExactPath($0) != ExactPath(path) }
+        }
+
+        /// Paths of `wanted` whose folded name is `path`'s.
+        mutating func wanted(like path: String, in wanted: [InstalledFile]) -> [String] {
+            if wantedByKey == nil {
+                var index: [String: [String]] = [:]
+                for file in wanted { index[PackagePath.foldKey(file.path), default: []].append(file.path) }
+                wantedByKey = index
+            }
+            return (wantedByKey?[PackagePath.foldKey(path)] ?? []).filter { ExactPath($0) != ExactPath(path) }
+        }
+    }
+
+    /// The same device and inode: one file, whatever names reach it.
+    func sameFile(_ first: String, _ second: String) throws(HCPackError) -> Bool {
+        guard let one = try identity(first), let other = try identity(second) else { return false }
+        return one == other
+    }
+
+    /// Device and inode of the file at `path` (relative to DEST); nil when absent or not a file.
+    func identity(_ path: String) throws(HCPackError) -> FileIdentity? {
+        var parts = path.split(separator: "/")
+        guard let leaf = parts.popLast(), let folder = try? destination.openDirectories(parts),
+            let status = try folder.status(String(leaf)), status.kind == .file
+        else { return nil }
+        return status.identity
+    }
+
+    /// Records of the file at `path` under another spelling of its name that reaches the same file (on a
+    /// case-insensitive DEST, `Level1.json` recorded and `level1.json` installed now).
+    func aliasRecords(_ path: String, _ aliases: inout NameAliases) throws(HCPackError) -> [FileRecord?] {
+        var records: [FileRecord?] = []
+        for other in aliases.recorded(like: path) where try sameFile(path, other) {
+            records += [aliases.owned[other], aliases.journaled[other]]
+        }
+        return records
+    }
+
+    /// Whether the stale `path` is, on DEST's file system, the same file as one this version installs.
+    func isAlias(_ path: String, ofOneOf wanted: [InstalledFile], _ aliases: inout NameAliases) throws(HCPackError) -> Bool {
+        for other in aliases.wanted(like: path, in: wanted) where try sameFile(path, other) { return true }
+        return false
     }
 
     /// Where a file to install is in the archive, and so in the staging folder.
@@ -622,13 +707,20 @@ final class InstallSession {
                 throw error
             }
         } catch {
-            if rollBack(undo, staging: staging, removeJournal: plan.journal == nil ? journalName : nil) {
+            let rollback = rollBack(undo, staging: staging, removeJournal: plan.journal == nil ? journalName : nil)
+            let changed =
+                rollback.leftInPlace.isEmpty
+                ? ""
+                : "; changed during the install and left as they are now: "
+                    + rollback.leftInPlace.map { "\(destinationPath)/\($0)" }.joined(separator: ", ")
+            if rollback.intact {
                 throw HCPackError(
-                    error.code, "\(error.message); the install was undone, \(destinationPath) is as it was before",
+                    error.code, "\(error.message); the install was undone, \(destinationPath) is as it was before\(changed)",
                     path: error.path)
             }
             throw HCPackError(
-                error.code, "\(error.message); run the install again to complete it (the journal records how far it got)",
+                error.code,
+                "\(error.message); run the install again to complete it (the journal records how far it got)\(changed)",
                 path: error.path)
         }
 
@@ -645,7 +737,8 @@ final class InstallSession {
             /// The file at `path` (relative to DEST) was renamed into place; `backup` names the file it
             /// replaced, kept in the staging area's replaced folder. (The path alone, sharing the plan's
             /// string: one step per installed file, and split parts cost 220 bytes a file.)
-            case placed(path: String, backup: String?)
+            /// `identity` is the placed file's, so undoing removes only that file, not one written there since.
+            case placed(path: String, backup: String?, identity: FileIdentity?)
             /// `name` in the folder at `parent` (a stale file) was moved to `backup` in the replaced folder.
             case removed(parent: [Substring], name: String, backup: String)
             /// The empty folder `name` in the folder at `parent`, with mode `mode`, was removed.
@@ -735,7 +828,8 @@ final class InstallSession {
             // A second name for the file being replaced keeps its bytes until the receipt is written. Where a
             // hard link is refused (a file system without them, protected_hardlinks for another user's file),
             // the file is moved aside instead: the path is then briefly absent, never partial.
-            var backup: String?
+            let identity = try source.status(String(stagedLeaf))?.identity
+            var replacing = false
             if !targetIsNew, try target.status(leaf) != nil {
                 let name = String(undo.steps.count)
                 let replaced = try staging.replacedFolder()
@@ -744,10 +838,12 @@ final class InstallSession {
                 } catch {
                     try target.rename(leaf, to: replaced, name)
                 }
-                backup = name
+                // Recorded before the rename into place: if that fails, the file moved aside still goes back.
+                undo.steps.append(.placed(path: file.path, backup: name, identity: identity))
+                replacing = true
             }
             try source.rename(String(stagedLeaf), to: target, leaf)
-            undo.steps.append(.placed(path: file.path, backup: backup))
+            if !replacing { undo.steps.append(.placed(path: file.path, backup: nil, identity: identity)) }
             record(file, into: &result, totalBytes: totalBytes, totalFiles: plan.place.count)
         }
         destinationFolder = nil
@@ -831,41 +927,70 @@ final class InstallSession {
         }
     }
 
-    /// Undoes `undo` newest first: replaced and removed files go back, new files and the folders made for them
-    /// go. Then the journal (when this install wrote the only one) goes too.
-    /// - Returns: true when DEST is back as it was.
-    func rollBack(_ undo: Undo, staging: StagingArea, removeJournal journalName: String?) -> Bool {
+    /// What `rollBack` achieved.
+    struct Rollback {
+        /// DEST is back as it was, apart from `leftInPlace`.
         var intact = true
+        /// Paths the user changed during the install (a file replaced, a folder moved in whole that gained
+        /// files): left as they are now rather than lose what was written there.
+        var leftInPlace: [String] = []
+    }
+
+    /// Undoes `undo` newest first: replaced and removed files go back, new files and the folders made for them
+    /// go, but only what this install placed (checked by identity, or for a folder moved in whole by its
+    /// names). Then the journal (when this install wrote the only one) goes too.
+    func rollBack(_ undo: Undo, staging: StagingArea, removeJournal journalName: String?) -> Rollback {
+        var outcome = Rollback()
         let replaced = undo.steps.isEmpty ? nil : try? staging.replacedFolder()
         for step in undo.steps.reversed() {
             switch step {
-            case .placed(let path, let backup):
+            case .placed(let path, let backup, let identity):
                 var parent = path.split(separator: "/")
                 let name = parent.popLast().map(String.init) ?? path
                 guard let folder = try? destination.openDirectories(parent) else {
-                    intact = false
+                    outcome.intact = false
                     continue
                 }
+                let present = (try? folder.status(name)) ?? nil
+                let ours = present == nil || identity == nil || present?.identity == identity
                 if let backup {
-                    intact = (replaced.map { (try? $0.rename(backup, to: folder, name)) != nil } ?? false) && intact
-                } else {
-                    intact = (try? folder.removeFile(name)) == true && intact
+                    let original = replaced.flatMap { (try? $0.status(backup)) ?? nil }
+                    if let present, present.identity == original?.identity {
+                        // Never replaced (the rename into place failed after a hard link): nothing to undo.
+                    } else if ours {
+                        outcome.intact = (replaced.map { (try? $0.rename(backup, to: folder, name)) != nil } ?? false) && outcome.intact
+                    } else {
+                        outcome.leftInPlace.append(path)
+                    }
+                } else if present != nil {
+                    if ours {
+                        outcome.intact = (try? folder.removeFile(name)) == true && outcome.intact
+                    } else {
+                        outcome.leftInPlace.append(path)
+                    }
                 }
                 try? folder.synchronize()
             case .removed(let parent, let name, let backup):
                 guard let replaced, let folder = try? destination.openDirectories(parent),
                     (try? replaced.rename(backup, to: folder, name)) != nil
                 else {
-                    intact = false
+                    outcome.intact = false
                     continue
                 }
                 try? folder.synchronize()
             case .movedFolder(let name, let staged):
+                // A folder that gained anything during the install stays, with what this install put in it:
+                // the journal covers those files, so the next run finishes or tidies up.
+                guard holdsOnly(name, staging.summary(ofTopFolder: staged)) else {
+                    outcome.leftInPlace.append(name)
+                    outcome.intact = false
+                    continue
+                }
                 // Back where it was staged; the staging area is removed afterwards either way.
                 guard let source = try? staging.folder(of: staged),
                     (try? destination.rename(name, to: source, name)) != nil
                 else {
-                    intact = false
+                    outcome.intact = false
                     continue
                 }
                 try? destination.synchronize()
@@ -873,7 +998,7 @@ final class InstallSession {
                 guard let folder = try? destination.openDirectories(parent),
                     (try? folder.createDirectory(name, mode: mode)) == true
                 else {
-                    intact = false
+                    outcome.intact = false
                     continue
                 }
                 try? folder.setPermissions(name, mode)  // exactly the mode it had, whatever the umask
@@ -882,18 +1007,45 @@ final class InstallSession {
         }
         for (parent, name) in undo.createdFolders.reversed() {
             guard let folder = try? destination.openDirectories(parent) else {
-                intact = false
+                outcome.intact = false
                 continue
             }
-            intact = folder.removeEmptyDirectory(name) && intact
+            outcome.intact = folder.removeEmptyDirectory(name) && outcome.intact
             try? folder.synchronize()
         }
         if undo.createdReceipts { metadata.removeEmptyDirectory(Installer.receiptsFolder) }
-        guard intact else { return false }
+        guard outcome.intact else { return outcome }
         if let journalName {
-            guard (try? metadata.removeFile(journalName)) != nil, (try? metadata.synchronize()) != nil else { return false }
+            guard (try? metadata.removeFile(journalName)) != nil, (try? metadata.synchronize()) != nil else {
+                outcome.intact = false
+                return outcome
+            }
             committed = false
         }
-        return true
+        return outcome
+    }
+
+    /// Whether the folder `top` of DEST holds exactly the files staged for it (`expected`), and nothing else:
+    /// no other file, no empty folder, no link. Walked from DEST folder by folder, one descriptor at a time.
+    func holdsOnly(_ top: String, _ expected: StagingArea.FolderSummary?) -> Bool {
+        guard let expected else { return false }
+        var found = StagingArea.FolderSummary()
+        var pending = [top]
+        while let folderPath = pending.popLast() {
+            guard let folder = try? destination.openDirectories(folderPath.split(separator: "/")), let names = try? folder.list(),
+                !names.isEmpty
+            else { return false }
+            for name in names {
+                guard let status = (try? folder.status(name)) ?? nil else { return false }
+                let path = folderPath + "/" + name
+                switch status.kind {
+                case .directory: pending.append(path)
+                case .file: found.add(path[...])
+                default: return false
+                }
+                if found.files > expected.files { return false }
+            }
+        }
+        return found == expected
     }
 }
