@@ -323,9 +323,10 @@ public final class DirectoryHandle {
 
     /// Removes `name` and everything under it, never following a symlink (each is unlinked as a file).
     ///
-    /// Iterative, with two descriptors open at most whatever the depth: the folders inside a folder being
-    /// emptied are moved up beside it (renames within the tree being removed), so a 30,000-deep tree planted
-    /// by whoever can write there costs no descriptor, stack or message per level.
+    /// Bounded whatever the depth: at most `removalDepth` folders are open at once, and a folder deeper than
+    /// that has its subfolders moved up to the top (renames within the tree being removed) and emptied on a
+    /// later pass. A 30,000-deep tree planted by whoever can write there costs no descriptor, stack frame or
+    /// message per level; a package's usual depth is removed without a single rename.
     public func removeTree(_ name: String) throws(HCPackError) {
         try refuseParent(name)
         guard let status = try status(name) else { return }
@@ -333,36 +334,43 @@ public final class DirectoryHandle {
             try removeFile(name)
             return
         }
-        var counter = 0
+        var moved = 0
         while true {
             let items = try top.list()
             if items.isEmpty { break }
-            for item in items {
-                guard try top.status(item)?.kind == .directory else {
-                    try top.removeFile(item)
-                    continue
-                }
-                if try top.removeDirectoryIfEmpty(item) { continue }
-                guard let child = try top.openDirectoryIfFolder(item) else { continue }
-                for inner in try child.list() {
-                    guard try child.status(inner)?.kind == .directory else {
-                        try child.removeFile(inner)
-                        continue
-                    }
-                    // A fresh name at the top; the next pass empties it in turn.
-                    var moved: String
-                    repeat {
-                        counter += 1
-                        moved = ".removing-\(counter)"
-                    } while try top.status(moved) != nil
-                    try child.rename(inner, to: top, moved)
-                }
-                _ = try top.removeDirectoryIfEmpty(item)
-            }
+            for item in items { try top.removeEntry(item, depth: 1, top: top, moved: &moved) }
         }
         guard unlinkat(descriptor, name, AT_REMOVEDIR) == 0 || errno == ENOENT else {
             throw HCPackError.system("rmdir", path: describe(name), errno: errno)
         }
+    }
+
+    /// Folders `removeTree` keeps open at most.
+    static let removalDepth = 16
+
+    /// Removes `name` (in this folder, `depth` levels below `top`) and what it holds, down to `removalDepth`;
+    /// deeper folders go up to `top` as `.removing-N`, and the top's next pass removes them.
+    private func removeEntry(_ name: String, depth: Int, top: DirectoryHandle, moved: inout Int) throws(HCPackError) {
+        guard try status(name)?.kind == .directory else {
+            try removeFile(name)
+            return
+        }
+        if try removeDirectoryIfEmpty(name) { return }
+        guard let child = try openDirectoryIfFolder(name) else { return }
+        for inner in try child.list() {
+            let isFolder = try child.status(inner)?.kind == .directory
+            if depth < Self.removalDepth || !isFolder {
+                try child.removeEntry(inner, depth: depth + 1, top: top, moved: &moved)
+                continue
+            }
+            var fresh: String
+            repeat {
+                moved += 1
+                fresh = ".removing-\(moved)"
+            } while try top.status(fresh) != nil
+            try child.rename(inner, to: top, fresh)
+        }
+        _ = try removeDirectoryIfEmpty(name)
     }
 
     /// The names in this folder (not `.` or `..`), sorted.
@@ -434,6 +442,6 @@ extension FileSystem.Status {
         self.init(
             kind: EntryKind(mode: UInt32(info.st_mode)), size: Int64(info.st_size),
             permissions: UInt32(info.st_mode) & 0o7777, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-            linkCount: UInt64(info.st_nlink))
+            linkCount: UInt64(info.st_nlink), modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 }

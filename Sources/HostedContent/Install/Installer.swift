@@ -395,10 +395,15 @@ final class InstallSession {
         do {
             return try read()
         } catch {
-            if options.force && error.code == .invalidPackage { return nil }
-            throw error
+            guard options.force && error.code == .invalidPackage else { throw error }
+            setAsideRecord = true
+            return nil
         }
     }
+
+    /// An unusable record was set aside (--force): this install then writes DEST's records anew, even where
+    /// nothing else changes.
+    var setAsideRecord = false
 
     // MARK: Planning
 
@@ -576,7 +581,8 @@ final class InstallSession {
             } else {
                 let sameReceipt = plan.previous == receipt(package, wanted)
                 plan.status =
-                    plan.place.isEmpty && plan.remove.isEmpty && sameReceipt && plan.journal == nil ? .unchanged : .installed
+                    plan.place.isEmpty && plan.remove.isEmpty && sameReceipt && plan.journal == nil && !setAsideRecord
+                    ? .unchanged : .installed
             }
         }
         return plan
