@@ -54,14 +54,6 @@ enum InstallRecords {
     {
         guard let receipts else { return nil }
         return try receipt(named: Installer.receiptName(productIdentifier), in: receipts, limits: limits)
-            .map { (receipt) throws(HCPackError) in
-                guard receipt.productIdentifier == productIdentifier else {
-                    throw unusable(
-                        receipts.describe(Installer.receiptName(productIdentifier)),
-                        "it records product '\(receipt.productIdentifier)'", productIdentifier: productIdentifier)
-                }
-                return receipt
-            }
     }
 
     /// The receipt in the file `name` of `receipts`; nil when there is no such file.
@@ -71,6 +63,10 @@ enum InstallRecords {
         guard let bytes = try read(name, in: receipts, limits: limits, productIdentifier: product) else { return nil }
         guard let receipt = InstallReceipt.decode(bytes) else {
             throw unusable(path, "it is not a receipt in format \(InstallReceipt.currentFormat)", productIdentifier: product)
+        }
+        // Another product's name on it would make this product's files look owned by a second product.
+        if Installer.receiptName(receipt.productIdentifier) != name {
+            throw unusable(path, "it records product '\(receipt.productIdentifier)'", productIdentifier: product)
         }
         if let reason = unusableReason(receipt.files, limits: limits) { throw unusable(path, reason, productIdentifier: product) }
         return receipt
