@@ -28,7 +28,9 @@ private struct Outside {
     func survived(_ bench: InstallBench) {
         #expect(bench.folder.read("outside/victim.txt") == Array(victim.utf8), "the file outside DEST was removed")
         var isFolder: ObjCBool = false
-        #expect(FileManager.default.fileExists(atPath: bench.folder.url("outside/empty"), isDirectory: &isFolder) && isFolder.boolValue)
+        #expect(
+            FileManager.default.fileExists(atPath: bench.folder.url("outside/empty"), isDirectory: &isFolder)
+                && isFolder.boolValue)
     }
 }
 
@@ -96,7 +98,8 @@ struct InstallRecordsTests {
             let archive = bench.archive(PackageArchive(files: [("a.txt", "one")]))
             try bench.installed(archive)
             let planted = InstallReceipt(
-                productIdentifier: Self.product, version: "1.0", files: [InstalledFile(path: path, size: 1, sha256: sha256Hex("x"))])
+                productIdentifier: Self.product, version: "1.0",
+                files: [InstalledFile(path: path, size: 1, sha256: sha256Hex("x"))])
             bench.folder.write(Self.receiptPath, planted.encoded())
             #expect(throws: HCPackError.self, "\(path)") { try bench.install(archive) }
             #expect(bench.read("a.txt") == Array("one".utf8))
@@ -151,15 +154,18 @@ struct InstallRecordsTests {
     func sharedPath() throws {
         let bench = InstallBench()
         let font = "font bytes"
-        try bench.installed(bench.archive(Self.product("com.example.one", [("shared/font.ttf", font), ("one.txt", "1")]), name: "one"))
+        try bench.installed(
+            bench.archive(Self.product("com.example.one", [("shared/font.ttf", font), ("one.txt", "1")]), name: "one"))
         let second = try bench.installed(
             bench.archive(Self.product("com.example.two", [("shared/font.ttf", font), ("two.txt", "2")]), name: "two"))
         #expect(second.skipped == ["shared/font.ttf"])
-        let upgraded = try bench.installed(bench.archive(Self.product("com.example.one", version: "2", [("one.txt", "1b")]), name: "one2"))
+        let upgraded = try bench.installed(
+            bench.archive(Self.product("com.example.one", version: "2", [("one.txt", "1b")]), name: "one2"))
         #expect(upgraded.removed.isEmpty, "\(upgraded.removed)")
         #expect(bench.read("shared/font.ttf") == Array(font.utf8))
         // Once no product lists it, it goes.
-        let last = try bench.installed(bench.archive(Self.product("com.example.two", version: "2", [("two.txt", "2b")]), name: "two2"))
+        let last = try bench.installed(
+            bench.archive(Self.product("com.example.two", version: "2", [("two.txt", "2b")]), name: "two2"))
         #expect(last.removed == ["shared/font.ttf"])
     }
 
@@ -174,7 +180,9 @@ struct InstallRecordsTests {
                 Issue.record("overwrote another product's file (force: \(force))")
             } catch {
                 #expect(error.code == .invalidPackage)
-                #expect(error.message.contains("'com.example.one'") && error.message.contains("'com.example.two'"), "\(error.message)")
+                #expect(
+                    error.message.contains("'com.example.one'") && error.message.contains("'com.example.two'"), "\(error.message)"
+                )
             }
         }
         #expect(bench.read("shared/font.ttf") == Array("one's font".utf8))
@@ -182,13 +190,15 @@ struct InstallRecordsTests {
 
     // MARK: Names the file system folds
 
-    @Test("A name changed only in case on a case-insensitive DEST (two names, one file: a hard link here) is not removed as stale")
+    @Test(
+        "A name changed only in case on a case-insensitive DEST (two names, one file: a hard link here) is not removed as stale")
     func caseOnlyRename() throws {
         let bench = InstallBench()
         try bench.installed(bench.archive(PackageArchive(files: [("levels/Level1.json", "level")]), name: "v1"))
         // On a case-insensitive file system, level1.json reaches the file installed as Level1.json.
         #expect(link(bench.dest + "/levels/Level1.json", bench.dest + "/levels/level1.json") == 0)
-        let result = try bench.installed(bench.archive(PackageArchive(version: "2", files: [("levels/level1.json", "level")]), name: "v2"))
+        let result = try bench.installed(
+            bench.archive(PackageArchive(version: "2", files: [("levels/level1.json", "level")]), name: "v2"))
         #expect(result.removed.isEmpty, "\(result.removed)")
         #expect(bench.read("levels/level1.json") == Array("level".utf8))
         #expect(bench.read("levels/Level1.json") == Array("level".utf8))
@@ -222,7 +232,8 @@ struct InstallRecordsTests {
     func killMidUpgrade() throws {
         let bench = InstallBench()
         let v1 = bench.archive(PackageArchive(files: [("a.txt", "a 1"), ("b.txt", "b 1")]), name: "v1")
-        let v2 = bench.archive(PackageArchive(version: "2", files: [("a.txt", "a 2"), ("b.txt", "b 2"), ("c.txt", "c 2")]), name: "v2")
+        let v2 = bench.archive(
+            PackageArchive(version: "2", files: [("a.txt", "a 2"), ("b.txt", "b 2"), ("c.txt", "c 2")]), name: "v2")
         try bench.installed(v1)
         Self.killedMidUpgrade(bench)
         let old = try bench.installed(v1)

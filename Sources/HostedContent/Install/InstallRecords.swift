@@ -57,7 +57,9 @@ enum InstallRecords {
     }
 
     /// The receipt in the file `name` of `receipts`; nil when there is no such file.
-    static func receipt(named name: String, in receipts: DirectoryHandle, limits: ReadLimits) throws(HCPackError) -> InstallReceipt? {
+    static func receipt(named name: String, in receipts: DirectoryHandle, limits: ReadLimits) throws(HCPackError)
+        -> InstallReceipt?
+    {
         let path = receipts.describe(name)
         let product = name.hasSuffix(".json") ? String(name.dropLast(".json".count)) : name
         guard let bytes = try read(name, in: receipts, limits: limits, productIdentifier: product) else { return nil }
@@ -80,7 +82,8 @@ enum InstallRecords {
         let path = metadata.describe(name)
         guard let bytes = try read(name, in: metadata, limits: limits, productIdentifier: productIdentifier) else { return nil }
         guard let journal = InstallJournal.decode(bytes) else {
-            throw unusable(path, "it is not a journal in format \(InstallReceipt.currentFormat)", productIdentifier: productIdentifier)
+            throw unusable(
+                path, "it is not a journal in format \(InstallReceipt.currentFormat)", productIdentifier: productIdentifier)
         }
         if journal.productIdentifier != productIdentifier {
             throw unusable(path, "it records product '\(journal.productIdentifier)'", productIdentifier: productIdentifier)

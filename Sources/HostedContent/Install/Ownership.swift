@@ -29,7 +29,8 @@ struct Ownership {
                 })
             else { continue }
             for file in receipt.files {
-                ownership.owners[file.path, default: []].append(Owner(productIdentifier: receipt.productIdentifier, record: file.record))
+                ownership.owners[file.path, default: []].append(
+                    Owner(productIdentifier: receipt.productIdentifier, record: file.record))
             }
         }
         return ownership
@@ -44,6 +45,7 @@ struct Ownership {
         guard let others = owners[file.path] else { return nil }
         let differing = others.filter { $0.record != file.record }.map { "'\($0.productIdentifier)'" }
         guard !differing.isEmpty else { return nil }
-        return "\(destination)/\(file.path) belongs to \(differing.joined(separator: ", ")), whose receipt records other bytes than '\(productIdentifier)' installs there (refused with or without --force); rename the file in one of the packages, or remove the other product first"
+        return
+            "\(destination)/\(file.path) belongs to \(differing.joined(separator: ", ")), whose receipt records other bytes than '\(productIdentifier)' installs there (refused with or without --force); rename the file in one of the packages, or remove the other product first"
     }
 }
