@@ -34,9 +34,37 @@ public final class DirectoryHandle {
     /// The path of `name` inside this folder, for messages.
     public func describe(_ name: String) -> String { path + "/" + name }
 
+    /// Refuses a name with a `..` component: `openat(fd, "..", O_NOFOLLOW)` is allowed (`..` is no symlink),
+    /// so one would reach the parent. Whatever the caller checked, opening, renaming and removal stay inside.
+    @inline(__always)
+    func refuseParent(_ name: String) throws(HCPackError) {
+        guard name.utf8.count >= 2, Self.hasParentComponent(name) else { return }
+        throw HCPackError(
+            .permissionDenied, "\(describe(name)): refusing a '..' component; hcpack never works outside the folder it opened",
+            path: describe(name))
+    }
+
+    /// Whether a '/'-separated component of `name` is `..`.
+    static func hasParentComponent(_ name: String) -> Bool {
+        var length = 0
+        var dots = 0
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: "/") {
+                if length == 2 && dots == 2 { return true }
+                length = 0
+                dots = 0
+            } else {
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        return length == 2 && dots == 2
+    }
+
     /// Opens the folder `name` inside this one (`openat(O_DIRECTORY|O_NOFOLLOW)`); nil when it does not exist.
     /// - Throws: when `name` is not a folder (a file or symlink: `ENOTDIR`/`ELOOP`) or cannot be opened.
     public func openDirectory(_ name: String) throws(HCPackError) -> DirectoryHandle? {
+        try refuseParent(name)
         let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard child >= 0 else {
             let code = errno
@@ -55,6 +83,7 @@ public final class DirectoryHandle {
     /// - Returns: the folder, and whether this call created it.
     @discardableResult
     public func makeDirectory(_ name: String, mode: mode_t = 0o755) throws(HCPackError) -> (DirectoryHandle, created: Bool) {
+        try refuseParent(name)
         var created = false
         if mkdirat(descriptor, name, mode) == 0 {
             created = true
@@ -69,6 +98,7 @@ public final class DirectoryHandle {
 
     /// Creates the folder `name` (`mkdirat`); false when something already has that name.
     public func createDirectory(_ name: String, mode: mode_t) throws(HCPackError) -> Bool {
+        try refuseParent(name)
         if mkdirat(descriptor, name, mode) == 0 { return true }
         if errno == EEXIST { return false }
         throw HCPackError.system("mkdir", path: describe(name), errno: errno)
@@ -76,6 +106,7 @@ public final class DirectoryHandle {
 
     /// Opens the folder `name`; nil when it is missing, or is not a folder (a file or a symlink).
     public func openDirectoryIfFolder(_ name: String) throws(HCPackError) -> DirectoryHandle? {
+        try refuseParent(name)
         let child = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard child >= 0 else {
             let code = errno
@@ -190,6 +221,8 @@ public final class DirectoryHandle {
     public func renameWithoutReplacing(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError)
         -> Bool
     {
+        try refuseParent(name)
+        try refuseParent(targetName)
         if FileSystemIO.renameWithoutReplacing(descriptor, name, target.descriptor, targetName) == 0 { return true }
         let code = errno
         if code == EEXIST || code == EINVAL || code == ENOSYS || code == ENOTEMPTY { return false }
@@ -198,6 +231,8 @@ public final class DirectoryHandle {
 
     /// `linkat`: a second name for the file `name`, in `target` (same file system; never follows a symlink).
     public func link(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
+        try refuseParent(name)
+        try refuseParent(targetName)
         guard linkat(descriptor, name, target.descriptor, targetName, 0) == 0 else {
             throw HCPackError.system("link", path: describe(name), errno: errno)
         }
@@ -255,6 +290,8 @@ public final class DirectoryHandle {
 
     /// `renameat` from this folder to another on the same file system (replaces a file at the target).
     public func rename(_ name: String, to target: DirectoryHandle, _ targetName: String) throws(HCPackError) {
+        try refuseParent(name)
+        try refuseParent(targetName)
         guard renameat(descriptor, name, target.descriptor, targetName) == 0 else {
             throw HCPackError.system("rename", path: target.describe(targetName), errno: errno)
         }
@@ -263,6 +300,7 @@ public final class DirectoryHandle {
     /// Removes a file (`unlinkat`); true when it existed.
     @discardableResult
     public func removeFile(_ name: String) throws(HCPackError) -> Bool {
+        try refuseParent(name)
         if unlinkat(descriptor, name, 0) == 0 { return true }
         if errno == ENOENT { return false }
         throw HCPackError.system("unlink", path: describe(name), errno: errno)
@@ -271,11 +309,12 @@ public final class DirectoryHandle {
     /// Removes an empty folder; false when it is missing or not empty.
     @discardableResult
     public func removeEmptyDirectory(_ name: String) -> Bool {
-        unlinkat(descriptor, name, AT_REMOVEDIR) == 0
+        !Self.hasParentComponent(name) && unlinkat(descriptor, name, AT_REMOVEDIR) == 0
     }
 
     /// Removes the folder `name` if it is empty; false when it is not empty or missing.
     public func removeDirectoryIfEmpty(_ name: String) throws(HCPackError) -> Bool {
+        try refuseParent(name)
         if unlinkat(descriptor, name, AT_REMOVEDIR) == 0 { return true }
         let code = errno
         if code == ENOTEMPTY || code == EEXIST || code == ENOENT { return false }
@@ -283,17 +322,55 @@ public final class DirectoryHandle {
     }
 
     /// Removes `name` and everything under it, never following a symlink (each is unlinked as a file).
+    ///
+    /// Bounded whatever the depth: at most `removalDepth` folders are open at once, and a folder deeper than
+    /// that has its subfolders moved up to the top (renames within the tree being removed) and emptied on a
+    /// later pass. A 30,000-deep tree planted by whoever can write there costs no descriptor, stack frame or
+    /// message per level; a package's usual depth is removed without a single rename.
     public func removeTree(_ name: String) throws(HCPackError) {
+        try refuseParent(name)
         guard let status = try status(name) else { return }
-        if status.kind == .directory {
-            guard let child = try openDirectory(name) else { return }
-            for item in try child.list() { try child.removeTree(item) }
-            guard unlinkat(descriptor, name, AT_REMOVEDIR) == 0 || errno == ENOENT else {
-                throw HCPackError.system("rmdir", path: describe(name), errno: errno)
-            }
-        } else {
+        guard status.kind == .directory, let top = try openDirectoryIfFolder(name) else {
             try removeFile(name)
+            return
         }
+        var moved = 0
+        while true {
+            let items = try top.list()
+            if items.isEmpty { break }
+            for item in items { try top.removeEntry(item, depth: 1, top: top, moved: &moved) }
+        }
+        guard unlinkat(descriptor, name, AT_REMOVEDIR) == 0 || errno == ENOENT else {
+            throw HCPackError.system("rmdir", path: describe(name), errno: errno)
+        }
+    }
+
+    /// Folders `removeTree` keeps open at most.
+    static let removalDepth = 16
+
+    /// Removes `name` (in this folder, `depth` levels below `top`) and what it holds, down to `removalDepth`;
+    /// deeper folders go up to `top` as `.removing-N`, and the top's next pass removes them.
+    private func removeEntry(_ name: String, depth: Int, top: DirectoryHandle, moved: inout Int) throws(HCPackError) {
+        guard try status(name)?.kind == .directory else {
+            try removeFile(name)
+            return
+        }
+        if try removeDirectoryIfEmpty(name) { return }
+        guard let child = try openDirectoryIfFolder(name) else { return }
+        for inner in try child.list() {
+            let isFolder = try child.status(inner)?.kind == .directory
+            if depth < Self.removalDepth || !isFolder {
+                try child.removeEntry(inner, depth: depth + 1, top: top, moved: &moved)
+                continue
+            }
+            var fresh: String
+            repeat {
+                moved += 1
+                fresh = ".removing-\(moved)"
+            } while try top.status(fresh) != nil
+            try child.rename(inner, to: top, fresh)
+        }
+        _ = try removeDirectoryIfEmpty(name)
     }
 
     /// The names in this folder (not `.` or `..`), sorted.
@@ -365,6 +442,6 @@ extension FileSystem.Status {
         self.init(
             kind: EntryKind(mode: UInt32(info.st_mode)), size: Int64(info.st_size),
             permissions: UInt32(info.st_mode) & 0o7777, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-            linkCount: UInt64(info.st_nlink))
+            linkCount: UInt64(info.st_nlink), modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 }

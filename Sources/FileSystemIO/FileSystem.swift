@@ -15,6 +15,11 @@ public enum FileSystem {
         public var device: UInt64
         public var inode: UInt64
         public var linkCount: UInt64
+        /// Last modification, in nanoseconds since 1970 (`st_mtim`; not changed by a rename).
+        public var modified: Int64 = 0
+
+        /// The file itself, whatever name reaches it.
+        public var identity: FileIdentity { FileIdentity(device: device, inode: inode, modified: modified) }
     }
 
     /// `lstat(path)`; nil when the path does not exist.
@@ -36,7 +41,7 @@ public enum FileSystem {
         return Status(
             kind: EntryKind(mode: UInt32(info.st_mode)), size: Int64(info.st_size),
             permissions: UInt32(info.st_mode) & 0o7777, device: UInt64(info.st_dev), inode: UInt64(info.st_ino),
-            linkCount: UInt64(info.st_nlink))
+            linkCount: UInt64(info.st_nlink), modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec))
     }
 
     /// One name in a folder, as raw bytes (names need not be UTF-8).
@@ -157,5 +162,24 @@ public final class OpenFile {
             if count == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
         }
+    }
+}
+
+/// One file on one file system: two names with the same identity are one file. Device and inode, and the
+/// modification time: an inode number is reused once its file is gone, and a file written in its place
+/// later was modified later.
+public struct FileIdentity: Sendable, Equatable, Hashable {
+    /// `st_dev`.
+    public var device: UInt64
+    /// `st_ino`.
+    public var inode: UInt64
+    /// `st_mtim`, in nanoseconds.
+    public var modified: Int64
+
+    /// The identity with these numbers.
+    public init(device: UInt64, inode: UInt64, modified: Int64) {
+        self.device = device
+        self.inode = inode
+        self.modified = modified
     }
 }

@@ -463,4 +463,57 @@ struct InstallFaultTests {
         #expect(FileManager.default.contents(atPath: dest + "/more/x.txt") == Data("x".utf8))
         #expect(!FileManager.default.fileExists(atPath: dest + "/levels"), "the emptied folder went with its files")
     }
+
+    @Test(
+        "Hard links refused, then the rename into place failing: the file moved aside goes back, DEST byte for byte as before",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func movedAsideThenRenameFails() throws {
+        try Requirement.strace.require()
+        let bench = UpgradeBench()
+        let noLinks = ["-e", "inject=linkat:error=EPERM"]
+        let log = bench.folder.url("aside.log")
+        let traced = run(
+            "strace", ["-f", "-o", log, "-e", "trace=renameat,linkat"] + noLinks + [bench.binary, "install", bench.v2, "--dest", bench.destination("aside-traced")])
+        #expect(traced.status == 0, "\(traced.output)")
+        // The renameat that puts the new a.txt in place, right after the old one was moved aside.
+        let renames = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").filter { $0.contains("renameat(") }
+        let placing = try #require(renames.firstIndex { $0.range(of: #"renameat\(\d+, "a\.txt", \d+, "a\.txt"\)"#, options: .regularExpression) != nil })
+        let dest = bench.destination("aside-failing")
+        let failed = run(
+            "strace",
+            ["-f", "-o", "/dev/null"] + noLinks + ["-e", "inject=renameat:error=EIO:when=\(placing + 1)"]
+                + [bench.binary, "install", bench.v2, "--dest", dest])
+        #expect(failed.status == 3, "\(failed.output)")
+        #expect(failed.output.contains("a.txt: Input/output error (rename)"), "\(failed.output)")
+        #expect(failed.output.contains("is as it was before"), "\(failed.output)")
+        #expect(treeListing(dest) == bench.oldListing)
+        #expect(regularFiles(dest) == bench.oldFiles, "a replaced file was lost")
+    }
+
+    @Test("A 30,000-deep folder planted as a staging leftover is removed under `ulimit -n 64`, and the install goes through")
+    func deepStagingLeftover() throws {
+        let folder = TemporaryFolder()
+        // On a tmpfs when root can mount one: removing 30,000 folders on this ext4 takes 20 s (`rm -rf` too).
+        let small = SmallFileSystem(at: folder.url("fs"), size: "64m")
+        defer { withExtendedLifetime(small) {} }
+        let dest = (small?.path ?? folder.url("fs")) + "/dest"
+        try FileManager.default.createDirectory(atPath: dest + "/.hcpack/staging-planted", withIntermediateDirectories: true)
+        // Made with openat/mkdirat: the full path is far past PATH_MAX.
+        var current = open(dest + "/.hcpack/staging-planted", O_RDONLY | O_DIRECTORY)
+        for _ in 0..<30_000 {
+            #expect(mkdirat(current, "d", 0o755) == 0)
+            let next = openat(current, "d", O_RDONLY | O_DIRECTORY)
+            close(current)
+            current = next
+        }
+        close(openat(current, "leaf.txt", O_WRONLY | O_CREAT, 0o644))
+        close(current)
+        let archive = PackageArchive().write(to: folder.url("p.zip"))
+        let installed = run("/bin/bash", ["-c", "ulimit -n 64; exec \"$@\"", "bash", hcpackBinary(), "install", archive, "--dest", dest])
+        #expect(installed.status == 0, "\(installed.output.prefix(2000))")
+        #expect(installed.output.utf8.count < 4096, "a short message")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack")) ?? []
+        #expect(!left.contains("staging-planted"), "\(left)")
+    }
+
 }

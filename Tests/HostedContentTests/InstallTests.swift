@@ -382,14 +382,19 @@ struct InstallTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: bench.dest).isEmpty)
     }
 
-    @Test("A damaged receipt counts as absent: its files are then not known to be hcpack's")
+    @Test("A damaged receipt is refused; --force sets it aside, and its files are then not known to be hcpack's")
     func damagedReceipt() throws {
         let bench = InstallBench()
         let archive = bench.archive(PackageArchive(files: [("a.txt", "one")]), name: "v1")
         try bench.installed(archive)
         bench.folder.write("dest/.hcpack/receipts/com.example.levels.json", "not json")
         let v2 = bench.archive(PackageArchive(version: "2", files: [("a.txt", "two")]), name: "v2")
-        #expect(throws: HCPackError.self) { try bench.install(v2) }
+        do {
+            _ = try bench.install(v2)
+            Issue.record("installed over a damaged receipt")
+        } catch {
+            #expect(error.message.contains("is not a record hcpack wrote (it is not a receipt"), "\(error.message)")
+        }
         let result = try bench.installed(v2) { $0.force = true }
         #expect(result.previousVersion == nil)
         #expect(bench.read("a.txt") == Array("two".utf8))

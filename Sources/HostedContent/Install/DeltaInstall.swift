@@ -38,10 +38,9 @@ extension InstallSession {
         let identifier = package.productIdentifier
         let target = "\(identifier) \(package.version.text)"
         let remedy = "install the full archive of \(target) instead"
-        let receipt = try metadata.openDirectory(Installer.receiptsFolder)?
-            .readFile(Installer.receiptName(identifier), limit: Installer.recordLimit)
-            .flatMap(InstallReceipt.decode)
-            .flatMap { $0.productIdentifier == identifier ? $0 : nil }
+        let receipts = try metadata.openDirectory(Installer.receiptsFolder)
+        let limits = options.verify.limits
+        let receipt = try usableRecord { () throws(HCPackError) in try InstallRecords.receipt(identifier, in: receipts, limits: limits) }
         guard let receipt else {
             throw HCPackError(
                 .invalidPackage,

@@ -73,7 +73,8 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
             plistSHA256: plistSHA256, chunks: chunks)
     }
 
-    /// Parses a receipt; nil when the bytes are not one (a damaged receipt is treated as absent).
+    /// Parses a receipt; nil when the bytes are not one. Install reads receipts through `InstallRecords`, which
+    /// also checks every path and refuses a damaged receipt unless `--force` sets it aside.
     public static func decode(_ bytes: [UInt8]) -> InstallReceipt? {
         guard let receipt = try? JSONDecoder().decode(InstallReceipt.self, from: Data(bytes)),
             receipt.format == currentFormat
