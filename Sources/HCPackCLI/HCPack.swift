@@ -86,6 +86,10 @@ public enum HCPack {
         guard let type = commands.first(where: { $0.spec.name == first }) else {
             return usageFailure(UsageError("unknown command '\(first)'; run 'hcpack --help' for the list"), context: context)
         }
+        // Under --json, a failure the command did not report itself becomes one JSON object on stdout
+        // (docs/json.md), unless the command already printed its object.
+        var json = false
+        let output = WrittenSink(context.standardOutput)
         do {
             let parsed = try ParsedArguments(Array(arguments.dropFirst()), spec: type.spec)
             if parsed.flag("help") {
@@ -93,14 +97,22 @@ public enum HCPack {
                 return ExitCode.success
             }
             let command = try type.init(parsed, context: context)
-            return try command.run(context)
+            json = parsed.flag("json")
+            var running = context
+            running.standardOutput = output
+            if json { JSONFailure.isOn = true }
+            defer { JSONFailure.isOn = false }
+            return try command.run(running)
         } catch let error as UsageError {
             return usageFailure(error, context: context)
         } catch let error as HCPackError {
             context.err("hcpack: error: \(error.message)\n")
+            if json && !output.wrote { context.out(JSONFailure.object(error).rendered() + "\n") }
             return exitCode(for: error)
         } catch {
-            context.err("hcpack: error: \(error)\n")
+            let failure = HCPackError(.io, "\(error)")
+            context.err("hcpack: error: \(failure.message)\n")
+            if json && !output.wrote { context.out(JSONFailure.object(failure).rendered() + "\n") }
             return ExitCode.environment
         }
     }
@@ -115,6 +127,10 @@ public enum HCPack {
         StalledRead.onStop { message in
             let text = Array("hcpack: error: \(message)\n".utf8)
             _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            if JSONFailure.isOn {
+                let object = Array((JSONFailure.object(HCPackError(.invalidPackage, message)).rendered() + "\n").utf8)
+                _ = object.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            }
             _exit(ExitCode.invalid)
         }
     }

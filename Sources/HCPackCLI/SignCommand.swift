@@ -9,7 +9,7 @@ struct SignCommand: Command {
         arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: SignRequest.options + [
             OptionSpec("force", help: "Replace a note for a different text (another build, version or expiry)."),
-            VerifyOptions.maxSizeOption,
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing but errors."),
         ],
@@ -29,7 +29,7 @@ struct SignCommand: Command {
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         archive = context.absolutePath(arguments.argument(0) ?? "")
         var options = SignOptions(force: arguments.flag("force"))
-        try options.verify.applyMaxSize(arguments, command: Self.spec.name)
+        try LimitOptions.apply(arguments, to: &options.verify, command: Self.spec.name)
         guard
             let request = try SignRequest(
                 arguments, context: context, options: options, keyOption: "key", command: Self.spec.name)

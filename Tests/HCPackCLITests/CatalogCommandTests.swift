@@ -26,9 +26,12 @@ struct CatalogBench {
 
     @discardableResult
     func make(_ extra: [String] = [], serial: Int = 7) -> (status: Int32, stdout: String, stderr: String) {
-        hcpack(
-            ["catalog", v1, v2, delta, other, "--base-url", "https://cdn.example.com/r/", "-o", catalog, "--serial", String(serial)]
-                + extra)
+        hcpack(makeArguments(extra, serial: serial))
+    }
+
+    func makeArguments(_ extra: [String] = [], serial: Int = 7) -> [String] {
+        ["catalog", v1, v2, delta, other, "--base-url", "https://cdn.example.com/r/", "-o", catalog, "--serial", String(serial)]
+            + extra
     }
 
     func verify(_ extra: [String] = []) -> (status: Int32, stdout: String, stderr: String) {
