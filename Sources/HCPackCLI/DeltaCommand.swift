@@ -10,7 +10,7 @@ struct DeltaCommand: Command {
             ArgumentSpec("NEW", help: "The newer version of the same product (archive or folder)."),
         ],
         options: [
-            OptionSpec("output", short: "o", value: "PATCH", help: "Where to write the delta archive (required)."),
+            OptionSpec("output", short: "o", value: "PATCH", required: true, help: "Where to write the delta archive."),
             OptionSpec("format", value: "zip|tar.gz", help: "Archive format (default: from PATCH's extension, else zip)."),
             BuildCommand.compressionOption, BuildCommand.sourceDateEpochOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the delta (PATCH.hcsig) with this key, as hcpack sign."),

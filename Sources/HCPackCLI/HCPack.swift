@@ -50,7 +50,8 @@ public enum HCPack {
         }
         text += """
 
-            Run 'hcpack help COMMAND' for a command's options.
+            Run 'hcpack help COMMAND' for a command's options, 'hcpack --version' for the version.
+            With --json, a command prints exactly one JSON object on stdout, also when it fails (docs/json.md).
             Exit codes: 0 success, 1 invalid package (nothing written), 2 usage error, 3 I/O or environment failure.
 
             """
@@ -73,6 +74,10 @@ public enum HCPack {
         case "help":
             guard let name = arguments.dropFirst().first else {
                 context.out(overview)
+                return ExitCode.success
+            }
+            if name == "help" {
+                context.out("Usage: hcpack help [COMMAND]\nShows a command's options, or with no COMMAND the list of commands.\n")
                 return ExitCode.success
             }
             guard let command = commands.first(where: { $0.spec.name == name }) else {

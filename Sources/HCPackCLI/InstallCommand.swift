@@ -7,7 +7,7 @@ struct InstallCommand: Command {
         summary: "Verify a package archive and install its listed files into a folder.",
         arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [
-            OptionSpec("dest", value: "DIR", help: "The folder to install into (must exist)."),
+            OptionSpec("dest", value: "DIR", required: true, help: "The folder to install into (must exist)."),
             OptionSpec("all", help: "Install every regular file under Contents/, listed in Files or not."),
             OptionSpec("expect-product-id", value: "ID", help: "Refuse a package with another IAPProductIdentifier."),
             OptionSpec("expect-version", value: "V", help: "Refuse a package with another ContentVersion."),

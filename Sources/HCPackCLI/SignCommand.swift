@@ -67,7 +67,7 @@ struct SignCommand: Command {
 struct SignRequest {
     /// `--key-name`, `--expires`, `--signature` (the key option itself differs: `--key`, `--sign-key`).
     static let options: [OptionSpec] = [
-        OptionSpec("key", value: "KEY", help: "The private key: a file (mode 0600), or env:VAR for the PEM in a variable."),
+        OptionSpec("key", value: "KEY", required: true, help: "The private key: a file (mode 0600), or env:VAR for the PEM in a variable."),
         SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
     ]
 
