@@ -17,7 +17,8 @@ SWIFTC=${SWIFTC:-swiftc}
 mkdir -p "$OBJ" "$BIN"
 
 # -O keeps Swift's bounds and overflow checks (only -Ounchecked drops them); -g for readable stacks.
-COMMON=(-O -g -swift-version 6 -parse-as-library -sanitize=fuzzer,address -I "$OBJ" -use-ld=lld)
+# -package-name: the modules use `package` access across each other (PositionIndex), as SwiftPM builds them.
+COMMON=(-O -g -swift-version 6 -parse-as-library -package-name hcpack -sanitize=fuzzer,address -I "$OBJ" -use-ld=lld)
 for c in CLibXML2 CArchive CCrypto; do
     COMMON+=(-Xcc "-fmodule-map-file=$ROOT/Sources/$c/module.modulemap")
 done

@@ -244,6 +244,9 @@ public struct ZipDirectory: Sendable {
     /// Why the structure could not be read in full, or what in it no reader can agree on (a truncated
     /// central directory, a record without its signature, the limits): each a sentence without a trailing period.
     public var defects: [String] = []
+    /// The defect that is a limit of `ZipDirectoryLimits` reached (also in `defects`), not damage: the
+    /// archive may be sound, but larger than this reader was allowed to read.
+    public var limitDefect: String?
 
     /// Reads the zip at `path`; `visit` gets every central directory record, in order, with its local header.
     /// - Parameter descriptor: an open descriptor of the zip to read instead of opening `path` (as
@@ -362,8 +365,8 @@ public struct ZipDirectory: Sendable {
             )
         }
         guard Int64(size) <= limits.maxCentralDirectoryBytes else {
-            directory.defects.append(
-                "the central directory is \(size) bytes, over the \(limits.maxCentralDirectoryBytes)-byte limit")
+            directory.limitDefect = "the central directory is \(size) bytes, over the \(limits.maxCentralDirectoryBytes)-byte limit"
+            directory.defects.append(directory.limitDefect ?? "")
             return directory
         }
         guard let central = try input.read(Int(size), at: Int64(offset)) else {
@@ -373,7 +376,8 @@ public struct ZipDirectory: Sendable {
         var at = 0
         while at < central.count {
             guard directory.entryCount < limits.maxEntries else {
-                directory.defects.append("the central directory has more than \(limits.maxEntries) records (limit maxEntries)")
+                directory.limitDefect = "the central directory has more than \(limits.maxEntries) records (limit maxEntries)"
+                directory.defects.append(directory.limitDefect ?? "")
                 return directory
             }
             guard central.count - at >= 46, central.uint32(at) == centralSignature else {

@@ -15,16 +15,18 @@ struct BuildCommand: Command {
             OptionSpec(
                 "product-id", value: "ID", help: "IAPProductIdentifier (required for a plain folder; overrides the plist)."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (required for a plain folder; overrides the plist)."),
-            OptionSpec("format", value: "zip|tar.gz|dir", help: "Output format (default: from OUTPUT's extension, else zip)."),
+            OptionSpec(
+                "format", value: "zip|tar.gz|dir",
+                help: "Output format (default: from OUTPUT's extension, .zip, .tar.gz or .tgz; zip without -o)."),
             compressionOption,
             OptionSpec(
                 "exclude", value: "GLOB", repeatable: true,
                 help: "Leave out paths under Contents/ matching GLOB (path or any name); repeatable."),
             sourceDateEpochOption,
-            VerifyOptions.maxSizeOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the archive built (ARCHIVE.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
             OptionSpec("force", help: "Replace an existing OUTPUT (and its signed note)."),
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
         ],
@@ -58,7 +60,7 @@ struct BuildCommand: Command {
         options.excludes = arguments.values("exclude")
         options.sourceDateEpoch = try Self.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
-        try options.verify.applyMaxSize(arguments, command: name)
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         self.options = options
         signing = try SignRequest(
             arguments, context: context, options: SignOptions(force: options.force, verify: options.verify), keyOption: "sign-key",
@@ -83,7 +85,7 @@ struct BuildCommand: Command {
         bar.finish()
         guard plan.isValid else {
             if json {
-                context.out(jsonReport(plan: plan, result: nil).rendered() + "\n")
+                context.out(jsonReport(plan: plan, result: nil).appending("signature", .null).rendered() + "\n")
             } else {
                 let problems =
                     quiet ? plan.report.problems.problems.filter { $0.severity == .error } : plan.report.problems.problems
@@ -109,7 +111,11 @@ struct BuildCommand: Command {
             switch try signing.sign(result.output, context: context, key: key) {
             case .signed(let outcome): signed = outcome
             case .rejected(let report):
-                context.out(ReportRendering.problemLines(report.problems.problems))
+                let problems = ReportRendering.problemLines(report.problems.problems)
+                if json {
+                    throw HCPackError(.invalidPackage, "built \(result.output), but did not sign it: " + problems, path: result.output)
+                }
+                context.out(problems)
                 context.err("hcpack: error: built \(result.output), but did not sign it\n")
                 return ExitCode.invalid
             }

@@ -8,9 +8,9 @@ struct CatalogCommand: Command {
         summary: "Write the catalog an app fetches: each product's newest archive and its deltas, signed.",
         arguments: [ArgumentSpec("ARCHIVE", repeatable: true, help: "Full package archives and deltas, of one product or several.")],
         options: [
-            OptionSpec("base-url", value: "URL", help: "Where the archives are published; each URL is URL/<file name> (required)."),
-            OptionSpec("output", short: "o", value: "FILE", help: "Where to write the catalog (required); the note goes to FILE.hcsig."),
-            OptionSpec("serial", value: "N", help: "The catalog's serial, higher than any published before (required)."),
+            OptionSpec("base-url", value: "URL", required: true, help: "Where the archives are published; each URL is URL/<file name>."),
+            OptionSpec("output", short: "o", value: "FILE", required: true, help: "Where to write the catalog; the note goes to FILE.hcsig."),
+            OptionSpec("serial", value: "N", required: true, help: "The catalog's serial, higher than any published before."),
             SigningOptions.expires,
             OptionSpec("sign-key", value: "KEY", help: "Sign the catalog (FILE.hcsig) with this key: a file (mode 0600) or env:VAR."),
             SigningOptions.keyName,
@@ -90,7 +90,7 @@ struct VerifyCatalogCommand: Command {
         summary: "Check a catalog: well formed, signed by a trusted key, unexpired, serial not below the last seen.",
         arguments: [ArgumentSpec("CATALOG", help: "The catalog file (its note is CATALOG.hcsig).")],
         options: [
-            SigningOptions.trustedKey,
+            SigningOptions.trustedKey.required(),
             OptionSpec("min-serial", value: "N", help: "Refuse a serial below N, the highest already seen (default 0)."),
             OptionSpec("signature", value: "FILE", help: "The signed note (default: CATALOG.hcsig)."),
             OptionSpec("json", help: "Print one JSON object on stdout."),

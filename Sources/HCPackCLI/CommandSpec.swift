@@ -11,13 +11,34 @@ public struct OptionSpec: Sendable {
     public var help: String
     /// May be given more than once (values accumulate).
     public var repeatable: Bool
+    /// The command cannot run without it: usage lists it, help and the man page say "(required)".
+    public var isRequired: Bool
 
-    public init(_ name: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, help: String) {
+    public init(
+        _ name: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, required: Bool = false,
+        help: String
+    ) {
         self.name = name
         self.short = short
         self.valueName = value
         self.help = help
         self.repeatable = repeatable
+        self.isRequired = required
+    }
+
+    /// This option, required.
+    public func required() -> OptionSpec {
+        var option = self
+        option.isRequired = true
+        return option
+    }
+
+    /// The help text, with "(required)" first for a required option.
+    public var helpText: String { isRequired ? "(required) " + help : help }
+
+    /// "--dest DIR" (or "-o FILE"), as usage lists a required option.
+    public var usageForm: String {
+        (short.map { "-\($0)" } ?? "--\(name)") + (valueName.map { " " + $0 } ?? "")
     }
 
     public var isFlag: Bool { valueName == nil }
@@ -73,7 +94,9 @@ public struct CommandSpec: Sendable {
     /// "hcpack verify [options] PATH".
     public var usage: String {
         var parts = ["hcpack", name]
-        if options.count > 1 { parts.append("[options]") }
+        let required = options.filter(\.isRequired)
+        if options.count > 1 + required.count { parts.append("[options]") }
+        parts += required.map(\.usageForm)
         for argument in arguments { parts.append(argument.isOptional ? "[\(argument.usageName)]" : argument.usageName) }
         return parts.joined(separator: " ")
     }
@@ -91,7 +114,7 @@ public struct CommandSpec: Sendable {
         text += "\nOptions:\n"
         let width = options.map(\.signature.count).max() ?? 0
         for option in options {
-            text += "  " + option.signature.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.help + "\n"
+            text += "  " + option.signature.padding(toLength: width + 2, withPad: " ", startingAt: 0) + option.helpText + "\n"
         }
         if let discussion { text += "\n" + discussion + "\n" }
         return text

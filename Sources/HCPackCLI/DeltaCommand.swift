@@ -10,13 +10,13 @@ struct DeltaCommand: Command {
             ArgumentSpec("NEW", help: "The newer version of the same product (archive or folder)."),
         ],
         options: [
-            OptionSpec("output", short: "o", value: "PATCH", help: "Where to write the delta archive (required)."),
+            OptionSpec("output", short: "o", value: "PATCH", required: true, help: "Where to write the delta archive."),
             OptionSpec("format", value: "zip|tar.gz", help: "Archive format (default: from PATCH's extension, else zip)."),
             BuildCommand.compressionOption, BuildCommand.sourceDateEpochOption,
-            VerifyOptions.maxSizeOption,
             OptionSpec("sign-key", value: "KEY", help: "Sign the delta (PATCH.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
             OptionSpec("force", help: "Replace an existing PATCH (and its signed note)."),
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
         ],
@@ -51,7 +51,7 @@ struct DeltaCommand: Command {
         options.compression = try BuildCommand.compression(arguments, command: name) ?? options.compression
         options.sourceDateEpoch = try BuildCommand.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
-        try options.verify.applyMaxSize(arguments, command: name)
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         self.options = options
         signing = try SignRequest(
             arguments, context: context, options: SignOptions(force: options.force, verify: options.verify), keyOption: "sign-key",
@@ -68,7 +68,11 @@ struct DeltaCommand: Command {
             switch try signing.sign(result.build.output, context: context, key: key) {
             case .signed(let outcome): signed = outcome
             case .rejected(let report):
-                context.out(ReportRendering.problemLines(report.problems.problems))
+                let problems = ReportRendering.problemLines(report.problems.problems)
+                if json {
+                    throw HCPackError(.invalidPackage, "wrote \(result.build.output), but did not sign it: " + problems, path: result.build.output)
+                }
+                context.out(problems)
                 context.err("hcpack: error: wrote \(result.build.output), but did not sign it\n")
                 return ExitCode.invalid
             }

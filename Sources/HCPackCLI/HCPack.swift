@@ -50,7 +50,8 @@ public enum HCPack {
         }
         text += """
 
-            Run 'hcpack help COMMAND' for a command's options.
+            Run 'hcpack help COMMAND' for a command's options, 'hcpack --version' for the version.
+            With --json, a command prints exactly one JSON object on stdout, also when it fails (docs/json.md).
             Exit codes: 0 success, 1 invalid package (nothing written), 2 usage error, 3 I/O or environment failure.
 
             """
@@ -75,6 +76,10 @@ public enum HCPack {
                 context.out(overview)
                 return ExitCode.success
             }
+            if name == "help" {
+                context.out("Usage: hcpack help [COMMAND]\nShows a command's options, or with no COMMAND the list of commands.\n")
+                return ExitCode.success
+            }
             guard let command = commands.first(where: { $0.spec.name == name }) else {
                 return usageFailure(UsageError("unknown command '\(name)'"), context: context)
             }
@@ -86,6 +91,10 @@ public enum HCPack {
         guard let type = commands.first(where: { $0.spec.name == first }) else {
             return usageFailure(UsageError("unknown command '\(first)'; run 'hcpack --help' for the list"), context: context)
         }
+        // Under --json, a failure the command did not report itself becomes one JSON object on stdout
+        // (docs/json.md), unless the command already printed its object.
+        var json = false
+        let output = WrittenSink(context.standardOutput)
         do {
             let parsed = try ParsedArguments(Array(arguments.dropFirst()), spec: type.spec)
             if parsed.flag("help") {
@@ -93,14 +102,22 @@ public enum HCPack {
                 return ExitCode.success
             }
             let command = try type.init(parsed, context: context)
-            return try command.run(context)
+            json = parsed.flag("json")
+            var running = context
+            running.standardOutput = output
+            if json { JSONFailure.isOn = true }
+            defer { JSONFailure.isOn = false }
+            return try command.run(running)
         } catch let error as UsageError {
             return usageFailure(error, context: context)
         } catch let error as HCPackError {
             context.err("hcpack: error: \(error.message)\n")
+            if json && !output.wrote { context.out(JSONFailure.object(error).rendered() + "\n") }
             return exitCode(for: error)
         } catch {
-            context.err("hcpack: error: \(error)\n")
+            let failure = HCPackError(.io, "\(error)")
+            context.err("hcpack: error: \(failure.message)\n")
+            if json && !output.wrote { context.out(JSONFailure.object(failure).rendered() + "\n") }
             return ExitCode.environment
         }
     }
@@ -115,6 +132,10 @@ public enum HCPack {
         StalledRead.onStop { message in
             let text = Array("hcpack: error: \(message)\n".utf8)
             _ = text.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            if JSONFailure.isOn {
+                let object = Array((JSONFailure.object(HCPackError(.invalidPackage, message)).rendered() + "\n").utf8)
+                _ = object.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            }
             _exit(ExitCode.invalid)
         }
     }

@@ -8,7 +8,7 @@ struct InitCommand: Command {
         summary: "Create a package folder: a commented ContentInfo.plist and an empty Contents/.",
         arguments: [ArgumentSpec("DIR", help: "The package folder to create (it may exist if empty).")],
         options: [
-            OptionSpec("product-id", value: "ID", help: "IAPProductIdentifier (required): letters, digits, '.', '-', '_'."),
+            OptionSpec("product-id", value: "ID", required: true, help: "IAPProductIdentifier: letters, digits, '.', '-', '_'."),
             OptionSpec("content-version", value: "V", help: "ContentVersion (default \(PackageTemplate.defaultContentVersion))."),
             OptionSpec(
                 "templates", value: "DIR",

@@ -36,9 +36,8 @@ struct InspectCommand: Command {
         }
         let inspection = try Inspector.inspect(path)
         if json {
-            var object = Self.json(inspection, path: path)
-            if let delta = inspection.report.deltaBase { object = object.appending("delta", Self.json(delta, inspection)) }
-            context.out(object.rendered() + "\n")
+            let delta = inspection.report.deltaBase.map { Self.json($0, inspection) } ?? .null
+            context.out(Self.json(inspection, path: path).appending("delta", delta).rendered() + "\n")
         } else {
             context.out(Self.text(inspection, label: label))
         }
@@ -148,8 +147,8 @@ struct InspectCommand: Command {
         }
         let root: JSONValue
         switch inspection.root {
-        case .folder: root = .object([("kind", .string("folder"))])
-        case .archiveRoot: root = .object([("kind", .string("archive-root"))])
+        case .folder: root = .object([("kind", .string("folder")), ("name", .null)])
+        case .archiveRoot: root = .object([("kind", .string("archive-root")), ("name", .null)])
         case .archiveFolder(let name): root = .object([("kind", .string("top-level-folder")), ("name", .string(name))])
         }
         return .object([

@@ -7,17 +7,14 @@ struct InstallCommand: Command {
         summary: "Verify a package archive and install its listed files into a folder.",
         arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [
-            OptionSpec("dest", value: "DIR", help: "The folder to install into (must exist)."),
+            OptionSpec("dest", value: "DIR", required: true, help: "The folder to install into (must exist)."),
             OptionSpec("all", help: "Install every regular file under Contents/, listed in Files or not."),
             OptionSpec("expect-product-id", value: "ID", help: "Refuse a package with another IAPProductIdentifier."),
             OptionSpec("expect-version", value: "V", help: "Refuse a package with another ContentVersion."),
             OptionSpec("force", help: "Allow a downgrade; overwrite files in DIR that hcpack did not install."),
             OptionSpec("wait", help: "Wait for another install into DIR to finish instead of failing."),
             SigningOptions.trustedKey, SigningOptions.signature,
-            VerifyOptions.maxSizeOption,
-            OptionSpec("max-bytes", value: "N", help: "Most uncompressed bytes read from the archive (default 17179869184)."),
-            OptionSpec("max-entries", value: "N", help: "Most entries in the archive (default 1000000)."),
-            OptionSpec("max-ratio", value: "R", help: "Largest compression ratio, past the first 16 MiB (default 200)."),
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing but errors."),
         ],
@@ -51,27 +48,8 @@ struct InstallCommand: Command {
             }
             options.expectedVersion = version
         }
-        var limits = options.verify.limits.archive
-        if let maxBytes = try arguments.integer("max-bytes") {
-            guard maxBytes > 0 else { throw UsageError("--max-bytes must be positive", command: name) }
-            limits.maxTotalBytes = maxBytes
-            limits.maxEntryBytes = min(limits.maxEntryBytes, maxBytes)
-        }
-        if let maxEntries = try arguments.integer("max-entries") {
-            guard maxEntries > 0, maxEntries <= Int64(Int.max) else {
-                throw UsageError("--max-entries must be positive", command: name)
-            }
-            limits.maxEntries = Int(maxEntries)
-        }
-        if let text = arguments.value("max-ratio") {
-            guard let ratio = Double(text), ratio.isFinite, ratio >= 1 else {
-                throw UsageError("--max-ratio needs a number of at least 1, got '\(text)'", command: name)
-            }
-            limits.maxCompressionRatio = ratio
-        }
-        options.verify.limits.archive = limits
         options.signature = try SigningOptions.policy(arguments, context: context, command: name)
-        try options.verify.applyMaxSize(arguments, command: Self.spec.name)
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         self.options = options
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")

@@ -6,8 +6,8 @@ struct KeygenCommand: Command {
         name: "keygen",
         summary: "Make an Ed25519 signing key (FILE, mode 0600) and its verifier key (FILE.pub).",
         options: [
-            OptionSpec("name", value: "NAME", help: "The key's name: host-like, no spaces or '+' (example.com/levels)."),
-            OptionSpec("output", short: "o", value: "FILE", help: "The private key file to create (never replaced)."),
+            OptionSpec("name", value: "NAME", required: true, help: "The key's name: host-like, no spaces or '+' (example.com/levels)."),
+            OptionSpec("output", short: "o", value: "FILE", required: true, help: "The private key file to create (never replaced)."),
         ],
         discussion: """
             FILE holds the private key as PKCS#8 PEM (what 'openssl genpkey -algorithm ed25519' writes), after a

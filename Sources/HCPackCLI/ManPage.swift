@@ -13,7 +13,10 @@ enum ManPage {
             .RI [ arguments ]
             .br
             .B hcpack help
-            .I COMMAND
+            .RI [ COMMAND ]
+            .br
+            .B hcpack
+            .B \\-\\-version
             .SH DESCRIPTION
             hcpack works on Apple\\-style hosted content packages: a folder with
             .B ContentInfo.plist
@@ -21,6 +24,14 @@ enum ManPage {
             .B Contents/
             folder, or a zip or tar archive of one.
             It prints every problem at once, each with a stable rule ID (\\fBhcpack rules\\fR).
+            Options marked (required) must be given.
+            With \\fB\\-\\-json\\fR, a command prints exactly one JSON object on standard output, also when it
+            fails (docs/json.md).
+            .PP
+            .B hcpack \\-\\-version
+            prints the version;
+            .B hcpack \\-\\-help
+            the list of commands.
             .SH COMMANDS
 
             """
@@ -35,7 +46,7 @@ enum ManPage {
                 var signature = option.short.map { "\\fB\\-\(escape(String($0)))\\fR, " } ?? ""
                 signature += "\\fB\\-\\-\(escape(option.name))\\fR"
                 if let value = option.valueName { signature += " \\fI\(escape(value))\\fR" }
-                text += signature + "\n" + escape(option.help) + "\n"
+                text += signature + "\n" + escape(option.helpText) + "\n"
             }
             if let discussion = spec.discussion {
                 text +=
@@ -63,12 +74,26 @@ enum ManPage {
             .B HCPACK_TEMPLATES
             A folder of templates used instead of the installed
             .IR PREFIX /share/hcpack/Templates.
+            .TP
+            .B SOURCE_DATE_EPOCH
+            The timestamp of every entry that build and delta write, when \\fB\\-\\-source\\-date\\-epoch\\fR is not
+            given (default 315532800, 1980\\-01\\-01).
+            .TP
+            .B HCPACK_STALL_SECONDS
+            How long one read inside libarchive may go without progress before hcpack stops with the
+            archive.stalled rule, exit 1 (default 30; 0 turns the watchdog off).
             .SH "SEE ALSO"
-            The documentation in hcpack's docs/ folder: rules.md, budgets.md, transporter.md, library.md.
+            The documentation in hcpack's docs/ folder: \(docs.joined(separator: ", ")).
 
             """
         return text
     }
+
+    /// The documents in docs/, all named under SEE ALSO (a test compares the list with the folder).
+    static let docs = [
+        "format.md", "rules.md", "json.md", "install.md", "signing.md", "self-hosting.md", "inspect-and-diff.md",
+        "budgets.md", "transporter.md", "library.md", "SECURITY.md", "fuzzing.md",
+    ]
 
     /// Escapes text for troff: backslashes, hyphens (so they stay ASCII in UTF-8 output), and a leading
     /// '.' or '\'' (which would start a request).

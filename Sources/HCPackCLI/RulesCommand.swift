@@ -6,7 +6,7 @@ struct RulesCommand: Command {
     static let spec = CommandSpec(
         name: "rules",
         summary: "List every rule that verify checks, with its ID and severity.",
-        options: [OptionSpec("json", help: "Print a JSON array.")])
+        options: [OptionSpec("json", help: "Print one JSON object on stdout.")])
 
     let json: Bool
 
@@ -21,7 +21,7 @@ struct RulesCommand: Command {
                     ("rule", .string(rule.rawValue)), ("severity", .string(rule.severity.rawValue)), ("summary", .string(rule.summary)),
                 ])
             }
-            context.out(JSONValue.array(rules).rendered() + "\n")
+            context.out(JSONValue.object([("rules", .array(rules))]).rendered() + "\n")
         } else {
             let width = Rule.allCases.map { $0.rawValue.count }.max() ?? 0
             for rule in Rule.allCases {

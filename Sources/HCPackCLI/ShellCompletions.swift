@@ -11,11 +11,17 @@ enum ShellCompletions {
 
     static func kind(of option: OptionSpec) -> ValueKind {
         guard let value = option.valueName else { return .nothing }
-        if value.contains("|") { return .choices(value.split(separator: "|").map(String.init)) }  // "zip|tar.gz|dir"
+        // "zip|tar.gz|dir" lists the words to type; "DATE|DURATION" names free text, which completes to nothing.
+        if value.contains("|") {
+            return value == value.lowercased() ? .choices(value.split(separator: "|").map(String.init)) : .nothing
+        }
         if value == "DIR" || value.hasSuffix("DIR") { return .directories }
-        if value == "FILE" || value == "PATH" || value == "OUTPUT" || value.hasSuffix("FILE") { return .files }
+        if fileValues.contains(value) || value.hasSuffix("FILE") { return .files }
         return .nothing
     }
+
+    /// Value names that stand for a file: keys (`--key`, `--sign-key`, `--trusted-key` take files), outputs.
+    static let fileValues: Set<String> = ["FILE", "PATH", "OUTPUT", "PATCH", "KEY", "PUB"]
 
     static func kind(of argument: ArgumentSpec) -> ValueKind {
         if !argument.choices.isEmpty { return .choices(argument.choices) }
@@ -111,6 +117,7 @@ enum ShellCompletions {
         for spec in specs {
             text += "    '\(zshQuote(spec.name + ":" + zshEscape(spec.summary)))'\n"
         }
+        text += "    '\(zshQuote("help:" + zshEscape("Show a command's options.")))'\n"
         text += """
               )
               if (( CURRENT == 2 )); then

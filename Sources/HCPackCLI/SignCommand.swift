@@ -9,7 +9,7 @@ struct SignCommand: Command {
         arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: SignRequest.options + [
             OptionSpec("force", help: "Replace a note for a different text (another build, version or expiry)."),
-            VerifyOptions.maxSizeOption,
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing but errors."),
         ],
@@ -29,7 +29,7 @@ struct SignCommand: Command {
     init(_ arguments: ParsedArguments, context: Context) throws(UsageError) {
         archive = context.absolutePath(arguments.argument(0) ?? "")
         var options = SignOptions(force: arguments.flag("force"))
-        try options.verify.applyMaxSize(arguments, command: Self.spec.name)
+        try LimitOptions.apply(arguments, to: &options.verify, command: Self.spec.name)
         guard
             let request = try SignRequest(
                 arguments, context: context, options: options, keyOption: "key", command: Self.spec.name)
@@ -67,7 +67,7 @@ struct SignCommand: Command {
 struct SignRequest {
     /// `--key-name`, `--expires`, `--signature` (the key option itself differs: `--key`, `--sign-key`).
     static let options: [OptionSpec] = [
-        OptionSpec("key", value: "KEY", help: "The private key: a file (mode 0600), or env:VAR for the PEM in a variable."),
+        OptionSpec("key", value: "KEY", required: true, help: "The private key: a file (mode 0600), or env:VAR for the PEM in a variable."),
         SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
     ]
 

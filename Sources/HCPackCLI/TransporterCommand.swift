@@ -7,8 +7,8 @@ struct TransporterCommand: Command {
         summary: "Write a Transporter upload folder (NAME.itmsp: metadata.xml and the package archive).",
         arguments: [ArgumentSpec("ARCHIVE", help: "A package archive (hcpack build makes one); it must verify.")],
         options: [
-            OptionSpec("vendor-id", value: "ID", help: "The app's vendor ID (SKU) in App Store Connect (required)."),
-            OptionSpec("output", short: "o", value: "DIR", help: "The folder to write; its name must end in .itmsp (required)."),
+            OptionSpec("vendor-id", value: "ID", required: true, help: "The app's vendor ID (SKU) in App Store Connect."),
+            OptionSpec("output", short: "o", value: "DIR", required: true, help: "The folder to write; its name must end in .itmsp."),
             OptionSpec("force", help: "Replace the output folder when it exists."),
             OptionSpec("json", help: "Print one JSON object on stdout."),
         ],

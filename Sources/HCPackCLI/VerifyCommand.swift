@@ -8,9 +8,9 @@ struct VerifyCommand: Command {
         arguments: [ArgumentSpec("PATH", help: "A package folder, or an archive (zip, tar, tar.gz/bz2/xz/zst).")],
         options: [
             OptionSpec("strict", help: "Fail on warnings too."),
-            VerifyOptions.maxSizeOption,
             OptionSpec("budget", value: "FILE", help: "JSON size budget: maxTotalBytes, maxFileBytes, maxFiles (docs/budgets.md)."),
             SigningOptions.trustedKey, SigningOptions.signature,
+        ] + LimitOptions.options + [
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print nothing; only the exit code tells."),
         ],
@@ -35,7 +35,7 @@ struct VerifyCommand: Command {
         json = arguments.flag("json")
         quiet = arguments.flag("quiet")
         var options = VerifyOptions()
-        try options.applyMaxSize(arguments, command: Self.spec.name)
+        try LimitOptions.apply(arguments, to: &options, command: Self.spec.name)
         self.options = options
         budgetPath = arguments.value("budget").map(context.absolutePath)
         signature = try SigningOptions.policy(arguments, context: context, command: Self.spec.name)
@@ -49,8 +49,8 @@ struct VerifyCommand: Command {
         let valid = report.isValid(strict: strict)
         let delta = report.deltaBase
         if json {
-            var object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
-            if let delta { object = object.appending("delta", Self.json(delta, report)) }
+            let object = ReportRendering.json(report, strict: strict).appending("signature", SigningOptions.json(summary))
+                .appending("delta", delta.map { Self.json($0, report) } ?? .null)
             context.out(object.rendered() + "\n")
         } else if !quiet {
             let deltaLine = delta.map { Self.text($0, report) } ?? ""
@@ -90,18 +90,5 @@ extension VerifyCommand {
         }
         let report = try Verifier.verify(path, options: options)
         return (report, isFolder ? nil : try SignatureChecker.describe(path, signaturePath: signaturePath))
-    }
-}
-
-extension VerifyOptions {
-    /// `--max-size BYTES`, shared by verify, build and install: the largest total content size.
-    static let maxSizeOption = OptionSpec(
-        "max-size", value: "BYTES", help: "Largest total content size (default 2000000000).")
-
-    /// Sets `maxSize` from `--max-size` when it is given.
-    mutating func applyMaxSize(_ arguments: ParsedArguments, command: String) throws(UsageError) {
-        guard let maxSize = try arguments.integer("max-size") else { return }
-        guard maxSize > 0 else { throw UsageError("--max-size must be positive", command: command) }
-        self.maxSize = maxSize
     }
 }

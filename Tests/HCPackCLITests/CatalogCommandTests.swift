@@ -26,9 +26,12 @@ struct CatalogBench {
 
     @discardableResult
     func make(_ extra: [String] = [], serial: Int = 7) -> (status: Int32, stdout: String, stderr: String) {
-        hcpack(
-            ["catalog", v1, v2, delta, other, "--base-url", "https://cdn.example.com/r/", "-o", catalog, "--serial", String(serial)]
-                + extra)
+        hcpack(makeArguments(extra, serial: serial))
+    }
+
+    func makeArguments(_ extra: [String] = [], serial: Int = 7) -> [String] {
+        ["catalog", v1, v2, delta, other, "--base-url", "https://cdn.example.com/r/", "-o", catalog, "--serial", String(serial)]
+            + extra
     }
 
     func verify(_ extra: [String] = []) -> (status: Int32, stdout: String, stderr: String) {
@@ -126,6 +129,29 @@ struct CatalogCommandTests {
         #expect(hcpack(["catalog", bench.corpus.folder.url("junk.zip"), "--base-url", "https://x/", "-o", bench.catalog, "--serial", "1"]).status == 1)
         #expect(!FileManager.default.fileExists(atPath: bench.catalog))
         #expect(hcpack(["catalog", "--base-url", "https://x/", "-o", bench.catalog, "--serial", "1"]).status == 2)
+    }
+
+    @Test("A signed delta gets a signatureURL, as a signed full archive does; the catalog still verifies")
+    func deltaSignatureURL() throws {
+        let bench = CatalogBench()
+        #expect(hcpack(["sign", bench.delta, "--key", bench.key, "-q"]).status == 0)
+        #expect(bench.make(["--sign-key", bench.key]).status == 0)
+        let catalog = try Catalog.decode(try #require(bench.corpus.folder.read("catalog.json")))
+        let levels = try #require(catalog.packages.first { $0.productIdentifier == "com.example.levels" })
+        #expect(levels.deltas.map(\.signatureURL) == ["https://cdn.example.com/r/l-1.0-1.1.zip.hcsig"])
+        #expect(bench.verify().status == 0)
+    }
+
+    @Test("Two different builds of a product's newest version are refused, whatever their order; one file given twice is not")
+    func twoBuildsOfOneVersion() throws {
+        let bench = CatalogBench()
+        let again = bench.corpus.build("l-1.1-again.zip", version: "1.1", files: DeltaCorpus.v2 + [("extra.txt", "x\n")])
+        for archives in [[bench.v2, again], [again, bench.v2]] {
+            let made = hcpack(["catalog"] + archives + ["--base-url", "https://x/", "-o", bench.catalog, "--serial", "1"])
+            #expect(made.status == 1 && made.stderr.contains("two different builds"), "\(made.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: bench.catalog))
+        #expect(hcpack(["catalog", bench.v2, bench.v2, "--base-url", "https://x/", "-o", bench.catalog, "--serial", "1"]).status == 0)
     }
 
     @Test("Go's sumdb/note verifies the catalog's signature, as it does package notes")

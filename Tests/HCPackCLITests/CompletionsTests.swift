@@ -29,17 +29,7 @@ struct CompletionsTests {
         let path = folder.write("hcpack.bash", hcpack(["completions", "bash"]).stdout)
         #expect(run("bash", ["-n", path]).status == 0)
         folder.write("pkg.zip", "x")
-        func complete(_ words: [String]) -> [String] {
-            let quoted = words.map { "'\($0)'" }.joined(separator: " ")
-            let script = """
-                source '\(path)'
-                COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1)
-                _hcpack
-                printf '%s\\n' "${COMPREPLY[@]}"
-                """
-            let result = run("bash", ["-c", script], in: folder.path)
-            return result.output.split(separator: "\n").map(String.init)
-        }
+        func complete(_ words: [String]) -> [String] { bashCompletions(path, words, in: folder.path) }
         #expect(complete(["hcpack", "ins"]) == ["install", "inspect"])
         #expect(complete(["hcpack", "verify", "--bu"]) == ["--budget"])
         #expect(complete(["hcpack", "completions", "z"]) == ["zsh"])

@@ -7,14 +7,15 @@ import Testing
 struct LivenessTests {
     /// Starts the built hcpack with `arguments` on a FIFO that delivers the first 100 KiB of a tar (a header
     /// that declares 1 MiB of data) and then nothing, with the writer held open, so a read inside libarchive
-    /// blocks for good. Returns "STATUS stderr"; a hang fails after 120 s instead of blocking the suite.
+    /// blocks for good. Returns "STATUS stderr", then "\nSTDOUT:" and stdout; a hang fails after 120 s instead
+    /// of blocking the suite.
     private func runStalled(_ arguments: [String], in folder: TemporaryFolder) -> String {
         python(
             """
             import io, os, subprocess, tarfile
             os.mkfifo('stall.tar')
             command = [\(([hcpackBinary()] + arguments).map { "'\($0)'" }.joined(separator: ", "))]
-            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=dict(os.environ, HCPACK_STALL_SECONDS='2'))
             buffer = io.BytesIO()
             with tarfile.open(fileobj=buffer, mode='w', format=tarfile.PAX_FORMAT) as t:
@@ -23,8 +24,9 @@ struct LivenessTests {
             writer = open('stall.tar', 'wb')
             writer.write(buffer.getvalue()[:100 << 10]); writer.flush()
             try:
-                _, err = child.communicate(timeout=120)
+                out, err = child.communicate(timeout=120)
                 print(child.returncode, err.decode().strip())
+                print('STDOUT:' + out.decode())
             except subprocess.TimeoutExpired:
                 child.kill(); print('hang')
             writer.close()
@@ -38,6 +40,19 @@ struct LivenessTests {
         let output = runStalled(["verify", folder.url("stall.tar")], in: folder)
         #expect(output.hasPrefix("1 hcpack: error: [archive.stalled] '\(folder.url("stall.tar"))'"), "\(output)")
         #expect(output.contains("no progress for 2 s"), "\(output)")
+    }
+
+    @Test("verify --json: the watchdog's stop prints the error object on stdout too (docs/json.md)")
+    func verifyStallsJSON() throws {
+        let folder = TemporaryFolder()
+        let output = runStalled(["verify", "--json", folder.url("stall.tar")], in: folder)
+        #expect(output.hasPrefix("1 hcpack: error: [archive.stalled]"), "\(output)")
+        let stdout = try #require(output.components(separatedBy: "\nSTDOUT:").last)
+        let error = try #require(jsonObject(stdout)?["error"] as? [String: Any], "\(stdout)")
+        #expect(error["exitCode"] as? Int == 1)
+        #expect((error["message"] as? String)?.hasPrefix("[archive.stalled]") == true)
+        let validator = JSONSchemaValidator(folder: JSONSchemaTests.schemas)
+        #expect(try validator.validate(try JSONDocument.parse(stdout), against: "verify.schema.json").isEmpty)
     }
 
     @Test("install: the watchdog's stop leaves DEST as a crash would, and the next install tidies it")

@@ -137,7 +137,7 @@ struct TransporterTests {
             ["transporter", archive, "--vendor-id", "app", "-o", folder.url("Two.itmsp")],
             environment: ["HCPACK_TEMPLATES": folder.url("tpl")])
         #expect(broken.status == 3)
-        #expect(broken.stderr.contains("transporter-metadata.xml: unknown placeholder '{{PRICE_TIER'"))
+        #expect(broken.stderr.contains("transporter-metadata.xml: unknown placeholder '{{PRICE_TIER}}'"))
         #expect(!FileManager.default.fileExists(atPath: folder.url("Two.itmsp")))
     }
 

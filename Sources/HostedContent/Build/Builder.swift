@@ -236,7 +236,10 @@ public enum Builder {
         for index in entries.indices {
             var entry = entries[index]
             if isInside(entry.path, anyOf: excludedFolders) { continue }
-            let packagePath = sourceKind == .plainFolder ? PackagePath.joined(Verifier.contentsFolder, entry.path) : entry.path
+            // Names are written in NFC (docs/format.md): libarchive's writers turn UTF-8 names into NFC, so an NFD
+            // name (macOS makes them) would differ in the archive from the Files list built from it.
+            let name = PackagePath.normalizationKey(entry.path)
+            let packagePath = sourceKind == .plainFolder ? PackagePath.joined(Verifier.contentsFolder, name) : name
             if entry.path == ContentInfo.fileName && sourceKind == .package {
                 sourcePlistEntry = entry
                 continue  // replaced below
@@ -299,6 +302,8 @@ public enum Builder {
             if let version = options.contentVersion { info.contentVersion = version }
             if info.dictionary[ContentInfo.filesKey] == nil {
                 info.files = items.filter { $0.kind == .file }.map { String($0.path.dropFirst(Verifier.contentsPrefix.count)) }
+            } else if let listed = info.files, listed.contains(where: { !PackagePath.normalizationKey($0).utf8.elementsEqual($0.utf8) }) {
+                info.files = listed.map(PackagePath.normalizationKey)  // NFC, as the names are
             }
             // Byte-exact keys: String equality would merge NFC and NFD spellings of one name.
             var byPath = PositionIndex(expectedCount: items.count)
@@ -494,6 +499,9 @@ public enum Builder {
                 path: plan.source)
         }
         try refuseExisting(plan.output, force: options.force)
+        if let problem = ArchiveLimitCheck.problem(plan: plan, limits: options.verify.limits.archive) {
+            throw ArchiveLimitCheck.refusal(problem, output: plan.output)
+        }
         let output = plan.output
         let parent = parentFolder(of: output)
         guard (try FileSystem.status(parent))?.kind == .directory else {
@@ -588,6 +596,10 @@ public enum Builder {
                     .io, "\(output): the zip written breaks \(first.rule.rawValue) (\(first.message)); nothing was written, report this as a bug",
                     path: output)
             }
+        }
+        // The ratio verify and install would refuse under the same limits, refused before the output exists.
+        if let problem = ArchiveLimitCheck.ratioProblem(archive: temporary, plan: plan, limits: options.verify.limits.archive) {
+            throw ArchiveLimitCheck.refusal(problem, output: output)
         }
 
         let (outputBytes, digest): (Int64, String?) =

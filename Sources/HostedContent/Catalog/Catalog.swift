@@ -8,12 +8,15 @@ public struct CatalogDelta: Sendable, Equatable {
     public var size: Int64
     /// Lower-case hex SHA-256 of the delta archive.
     public var sha256: String
+    /// Where the delta's signed note is, when it has one.
+    public var signatureURL: String?
 
-    public init(baseVersion: String, url: String, size: Int64, sha256: String) {
+    public init(baseVersion: String, url: String, size: Int64, sha256: String, signatureURL: String? = nil) {
         self.baseVersion = baseVersion
         self.url = url
         self.size = size
         self.sha256 = sha256
+        self.signatureURL = signatureURL
     }
 }
 
@@ -111,6 +114,10 @@ public struct Catalog: Sendable, Equatable {
                 string(delta.url)
                 add(",\n          \"size\" : \(delta.size),\n          \"sha256\" : ")
                 string(delta.sha256)
+                if let signatureURL = delta.signatureURL {
+                    add(",\n          \"signatureURL\" : ")
+                    string(signatureURL)
+                }
                 add("\n        }")
             }
             add(package.deltas.isEmpty ? "]\n    }" : "\n      ]\n    }")
@@ -158,7 +165,7 @@ public struct Catalog: Sendable, Equatable {
                 deltas.append(
                     CatalogDelta(
                         baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
-                        sha256: try delta.digest("sha256")))
+                        sha256: try delta.digest("sha256"), signatureURL: try delta.optionalString("signatureURL")))
                 try delta.finish()
             }
             packages.append(

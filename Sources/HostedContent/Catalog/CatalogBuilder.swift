@@ -58,8 +58,8 @@ public enum CatalogBuilder {
     }
 
     /// Checks every archive and writes the catalog (and with `key`, its note) atomically.
-    /// - Throws: `.invalidPackage` for an invalid archive, a product with deltas but no full archive, or a delta
-    ///   to a version whose full archive is another build; `.invalidRequest` for a bad base URL or serial.
+    /// - Throws: `.invalidPackage` for an invalid archive, a product with deltas but no full archive, two
+    ///   different builds of a product's newest version, or a delta to a version whose full archive is another build; `.invalidRequest` for a bad base URL or serial.
     public static func write(_ options: CatalogOptions, key: SigningKey?) throws(HCPackError) -> CatalogResult {
         guard !options.archives.isEmpty else { throw HCPackError(.invalidRequest, "no archives given; pass the release's archives") }
         guard options.serial >= 0 else { throw HCPackError(.invalidRequest, "the serial must not be negative") }
@@ -79,6 +79,13 @@ public enum CatalogBuilder {
                 throw HCPackError(
                     .invalidPackage, "'\(product)' has only deltas here; list its full archive too (a delta needs its base installed)")
             }
+            // Two different builds of the newest version: which one devices get must not depend on argument order.
+            if let other = mine.first(where: { $0.delta == nil && $0.version == newest.version && $0.sha256 != newest.sha256 }) {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(other.path) and \(newest.path) are two different builds of '\(product)' \(newest.version.text); list only the one to publish",
+                    path: other.path)
+            }
             var deltas: [CatalogDelta] = []
             for candidate in mine where candidate.path != newest.path {
                 guard let delta = candidate.delta, candidate.version == newest.version else {
@@ -92,7 +99,9 @@ public enum CatalogBuilder {
                         path: candidate.path)
                 }
                 deltas.append(
-                    CatalogDelta(baseVersion: delta.baseVersion, url: base + "/" + candidate.name, size: candidate.size, sha256: candidate.sha256))
+                    CatalogDelta(
+                        baseVersion: delta.baseVersion, url: base + "/" + candidate.name, size: candidate.size, sha256: candidate.sha256,
+                        signatureURL: candidate.hasSignature ? base + "/" + candidate.name + ".hcsig" : nil))
             }
             deltas.sort { (ContentVersion($0.baseVersion)?.components ?? []).lexicographicallyPrecedes(ContentVersion($1.baseVersion)?.components ?? []) }
             packages.append(

@@ -326,7 +326,11 @@ enum ZipStructureCheck {
         /// The checks across entries and of the end records.
         mutating func finish(_ directory: ZipDirectory) {
             for defect in directory.defects {
-                problems.add(.corrupt, path: "", "\(defect); rebuild or download the archive again")
+                if defect == directory.limitDefect {  // a limit reached is not damage (docs/install.md)
+                    problems.add(.limitExceeded, path: "", "\(defect); the archive was not read further")
+                } else {
+                    problems.add(.corrupt, path: "", "\(defect); rebuild or download the archive again")
+                }
             }
             if let end = directory.end, directory.defects.isEmpty, UInt64(directory.entryCount) != directory.declaredEntries {
                 problems.add(

@@ -131,9 +131,11 @@ public enum TransporterPackage {
         if let start = text.range(of: "{{") {
             let rest = text[start.lowerBound...].prefix(40)
             let name = rest.prefix(while: { $0 != "}" && $0 != "\n" })
+            let closed = rest.dropFirst(name.count).hasPrefix("}}")
             throw HCPackError(
                 .io,
-                "\(templatePath): unknown placeholder '\(name)'; the template may use \(placeholders.map { "{{\($0)}}" }.joined(separator: ", "))",
+                "\(templatePath): " + (closed ? "unknown placeholder '\(name)}}'" : "placeholder '\(name)' is never closed with '}}'")
+                    + "; the template may use \(placeholders.map { "{{\($0)}}" }.joined(separator: ", "))",
                 path: templatePath)
         }
         return text

@@ -356,13 +356,11 @@ private struct RuleChecker {
     mutating func checkContent() {
         let entries = snapshot.entries
         var collisions = CollisionFinder(expectedCount: entries.count)
-        var totalBytes: Int64 = 0
         for (position, entry) in entries.enumerated() {
             let path = entry.path
             if entry.kind == .file {
                 // Saturating: an encrypted entry is never read, so its size is the archive's unchecked claim
                 // (up to Int64.max in a zip64 header); two such claims overflowed and trapped.
-                totalBytes = Self.saturatingAdd(totalBytes, entry.size)
                 if path.hasPrefix(Verifier.contentsPrefix) {
                     contentFileCount += 1
                     contentBytes = Self.saturatingAdd(contentBytes, entry.size)
@@ -446,8 +444,9 @@ private struct RuleChecker {
                 break
             }
         }
-        if totalBytes > options.maxSize {
-            problems.add(.tooLarge, path: "", "the content is \(totalBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
+        // The content size of the summary line: files under Contents/, not ContentInfo.plist (docs/rules.md).
+        if contentBytes > options.maxSize {
+            problems.add(.tooLarge, path: "", "the content is \(contentBytes) bytes, over the \(options.maxSize)-byte limit; split it into several products or raise --max-size")
         }
     }
 
