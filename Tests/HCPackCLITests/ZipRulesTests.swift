@@ -122,6 +122,7 @@ let zipRuleCases: [ZipRuleCase] = {
                 "z = zipfile.ZipFile(out, 'w'); base(z); z.writestr('Contents/b.json', b'{}' * 50, compress_type=zipfile.ZIP_LZMA); z.close()"
         ),
         ZipRuleCase("zstd (method 93)", "zip.unsupported-method", .package([entry("Contents/b.json") { $0.method = 93 }])),
+        ZipRuleCase("Deflate64 (method 9)", "zip.unsupported-method", .package([entry("Contents/b.json") { $0.method = 9 }])),
         ZipRuleCase("traditional encryption (bit 0)", "archive.encrypted", .package([entry("Contents/b.json") { $0.flags = 1 }])),
         ZipRuleCase(
             "AES encryption (method 99)", "archive.encrypted",

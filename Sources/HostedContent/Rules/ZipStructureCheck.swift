@@ -286,7 +286,7 @@ enum ZipStructureCheck {
             } else if entry.method != 0 && entry.method != 8 {
                 problems.add(
                     .zipUnsupportedMethod, path: name,
-                    "compressed with \(Self.methodName(entry.method)): the zip readers apps use read only stored and deflate; \(rebuild)"
+                    "compressed with \(Self.methodName(entry.method)): 7-Zip reads it (Python's zipfile too, for bzip2 and LZMA), but the zip readers apps use (minizip, ZIPFoundation) and Go's read only stored and deflate; zip it with deflate (7-Zip: -mm=Deflate; Python: ZIP_DEFLATED; Info-ZIP zip: without -Z bzip2) or \(rebuild)"
                 )
             }
         }
