@@ -413,7 +413,7 @@ public final class ArchiveReader {
         } else if FormatSniffer.isXar(head) {
             throw ArchiveError(
                 .unsupportedFormat,
-                "\(name) is a xar archive; hcpack reads zip and tar archives (why not xar: docs/SECURITY.md)")
+                "\(name) is a xar archive, which hcpack does not read (why: docs/SECURITY.md)")
         } else if FormatSniffer.isTar(head) && !FormatSniffer.isISO9660(head) {
             format = .tar
         } else {

@@ -22,6 +22,7 @@ public struct RawZipEntry: Sendable {
     public var localMethod: UInt16?
     public var localFlags: UInt16?
     public var localCRC32: UInt32?
+    public var localCompressedSize: UInt32?
     public var localUncompressedSize: UInt32?
     /// Writes no local header or data of its own: the central record points at that of entry `sharesLocalOf`.
     public var sharesLocalOf: Int?
@@ -46,7 +47,7 @@ public struct RawZipEntry: Sendable {
         let crc = crc32 ?? RawZip.crc32(data)
         var out = le32(0x0403_4b50) + le16(20) + le16(localFlags ?? flags) + le16(localMethod ?? method) + le16(0) + le16(0x21)
         out +=
-            le32(localCRC32 ?? crc) + le32(UInt32(data.count))
+            le32(localCRC32 ?? crc) + le32(localCompressedSize ?? UInt32(data.count))
             + le32(localUncompressedSize ?? uncompressedSize ?? UInt32(data.count))
         let localName = self.localName ?? name
         return out + le16(UInt16(localName.count)) + le16(UInt16(localExtra.count)) + localName + localExtra + data

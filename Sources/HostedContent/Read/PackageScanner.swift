@@ -605,13 +605,18 @@ struct ArchiveCollector {
         indexByPath = PositionIndex()
         var kept = 0
         let prefix = root.map { $0 + "/" } ?? ""
+        var junkReported: Set<String> = []
         for index in rooted.indices {
             var entry = rooted[index]
             if let root {
                 if entry.path == root { continue }
                 guard entry.path.hasPrefix(prefix) else {
                     if PackagePath.isJunk(entry.path) {
-                        problems.add(.junk, path: entry.path, "operating system junk outside the package folder; leave it out of the archive")
+                        // Once per top-level name: Finder's __MACOSX/ holds a file for each file with attributes.
+                        let top = Self.topLevelName(entry.path)
+                        if junkReported.insert(top).inserted {
+                            problems.add(.junk, path: top, "operating system junk outside the package folder, which install never places; leave it out of the archive")
+                        }
                     } else if !entry.path.utf8.contains(UInt8(ascii: "/")) {
                         problems.add(.strayEntry, path: entry.path, "outside the package folder '\(root)'; installers ignore it, so leave it out")
                     }

@@ -212,19 +212,13 @@ enum ZipStructureCheck {
             if nonASCII && !entry.isUTF8 {
                 problems.add(
                     .zipUnportableName, path: name,
-                    "the name has non-ASCII bytes without the UTF-8 flag (bit 11): readers decode it as CP437 or as raw bytes, each differently; \(rebuild), which marks names UTF-8"
+                    "the name has non-ASCII bytes without the UTF-8 flag (bit 11): Python's zipfile and unzip decode it as CP437, Go's archive/zip and minizip keep the raw bytes, so each unpacks another name; \(Self.markUTF8)"
                 )
             } else if nonASCII && String(validating: bytes, as: UTF8.self) == nil {
                 problems.add(
-                    .zipUnportableName, path: name, "the name is flagged UTF-8 but is not valid UTF-8; rename it (\(rebuild))")
+                    .zipUnportableName, path: name, "the name is flagged UTF-8 but is not valid UTF-8: readers replace or keep the bad bytes; rename it (\(rebuild))")
             }
-            let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
-            if components.contains(where: { $0.elementsEqual("__MACOSX".utf8) || $0.starts(with: "._".utf8) }) {
-                problems.add(
-                    .zipAppleDouble, path: name,
-                    "a macOS AppleDouble entry (__MACOSX/ or ._*): zip readers unpack it as a file of its own; \(rebuild), which leaves them out"
-                )
-            }
+            checkAppleDouble(bytes, name: name)
             for extra in [entry.extra, entry.local?.extra].compactMap({ $0 }) {
                 guard let unicode = extra.unicodePath else { continue }
                 if unicode.name != bytes || unicode.version != 1 {
@@ -237,6 +231,23 @@ enum ZipStructureCheck {
             }
         }
 
+        /// What to do about names without the UTF-8 flag, by producer.
+        static let markUTF8 =
+            "mark the names UTF-8 (7-Zip: -mcu=on; Python's zipfile, Java, Go and bsdtar in a UTF-8 locale do so themselves; Info-ZIP's zip 3.0 on Linux and macOS Finder do not) or rebuild with hcpack build"
+
+        /// AppleDouble files under Contents/ are content an app would find; elsewhere (Finder's `__MACOSX/` at
+        /// the root) they are junk that install leaves out, which the scan reports as `content.junk`.
+        mutating func checkAppleDouble(_ bytes: [UInt8], name: String) {
+            let components = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true)
+            guard let marker = components.firstIndex(where: { $0.elementsEqual("__MACOSX".utf8) || $0.starts(with: "._".utf8) }),
+                components[..<marker].contains(where: { $0.elementsEqual("Contents".utf8) })
+            else { return }
+            problems.add(
+                .zipAppleDouble, path: name,
+                "a macOS AppleDouble file (__MACOSX/ or ._*) under Contents/: macOS's Archive Utility turns it into extended attributes, every other reader into a file the app finds among its content; zip without them (on a Mac: xattr -cr on the folder first, or ditto -c -k --norsrc) or \(rebuild), which leaves them out"
+            )
+        }
+
         /// hcpack (libarchive) takes an entry's type from its attributes, the other readers from a trailing '/'.
         mutating func checkType(_ entry: ZipEntryFacts, name: String) {
             let unixFolder = entry.unixMode.map { $0 & 0o170000 == 0o040000 } ?? false
@@ -246,12 +257,24 @@ enum ZipStructureCheck {
                     .zipEntryTypeMismatch, path: name,
                     "its attributes say folder but its name does not end with '/': hcpack reads a folder, other zip readers a file; \(rebuild)"
                 )
-            } else if entry.isDirectoryName && (entry.uncompressedSize > 0 || entry.compressedSize > 0) {
+            } else if entry.isDirectoryName && !Self.isEmptyFolderData(entry) {
+                let what =
+                    entry.uncompressedSize > 0
+                    ? "holds \(entry.uncompressedSize) bytes of data" : "has \(entry.compressedSize) bytes of \(Self.methodName(entry.method)) data"
                 problems.add(
                     .zipEntryTypeMismatch, path: name,
-                    "a folder entry (its name ends with '/') that holds \(entry.uncompressedSize) bytes of data, which readers drop or write differently; \(rebuild)"
+                    "a folder entry (its name ends with '/') that \(what): Python's zipfile and unzip make a folder and drop the data, readers that go by the attributes write a file; zip the folder without data in its entry (\(rebuild))"
                 )
             }
+        }
+
+        /// A folder entry with no data, or an empty deflate stream: what Java's ZipOutputStream (Gradle, Maven,
+        /// Android tooling) and Python's `writestr("d/", b"")` in a deflated zip write. Every reader makes a
+        /// folder of it. A stream that inflates to nothing is 2 bytes (a final fixed block), 5 as an empty
+        /// stored block; with size 0 and CRC-32 0, longer data would be a place to hide bytes.
+        static func isEmptyFolderData(_ entry: ZipEntryFacts) -> Bool {
+            guard entry.uncompressedSize == 0, entry.crc32 == 0 else { return false }
+            return entry.compressedSize == 0 || (entry.method == 8 && entry.compressedSize <= 5)
         }
 
         mutating func checkMethodAndEncryption(_ entry: ZipEntryFacts, local: ZipLocalHeader, name: String) {
@@ -265,7 +288,7 @@ enum ZipStructureCheck {
             } else if entry.method != 0 && entry.method != 8 {
                 problems.add(
                     .zipUnsupportedMethod, path: name,
-                    "compressed with \(Self.methodName(entry.method)): the zip readers apps use read only stored and deflate; \(rebuild)"
+                    "compressed with \(Self.methodName(entry.method)): 7-Zip reads it (Python's zipfile too, for bzip2 and LZMA), but the zip readers apps use (minizip, ZIPFoundation) and Go's read only stored and deflate; zip it with deflate (7-Zip: -mm=Deflate; Python: ZIP_DEFLATED; Info-ZIP zip: without -Z bzip2) or \(rebuild)"
                 )
             }
         }
@@ -297,30 +320,65 @@ enum ZipStructureCheck {
             )
         }
 
-        /// A zip64 field that no 32-bit field needs, one that lacks a value, or a value that fits in 32 bits.
+        /// Zip64 fields, decided by what readers do (docs/rules.md): every reader takes the value of a saturated
+        /// 32-bit field (0xFFFFFFFF) from the zip64 field, in APPNOTE order, so one without its value is refused,
+        /// and so is a central field longer than its saturated fields call for (ZIPFoundation then ignores it).
+        /// Values that no saturated field calls for (Python 3.11's force_zip64, `zip -fz`) are harmless when they
+        /// are the header's own values wherever a reader takes them: in APPNOTE order, or at their full-layout
+        /// places.
         mutating func checkSixtyFour(_ entry: ZipEntryFacts, local: ZipLocalHeader, name: String) {
-            for (header, values) in [("central", entry.zip64), ("local", local.zip64)] {
+            let central = entry.extra.first(ZipDirectory.zip64ID)?.data ?? []
+            let localField = local.extra.first(ZipDirectory.zip64ID)?.data ?? []
+            let headers: [(String, ZipSixtyFourValues?, [UInt8], [UInt64])] = [
+                ("central", entry.zip64, central, [entry.uncompressedSize, entry.compressedSize, entry.localHeaderOffset]),
+                // With a data descriptor (bit 3) the local sizes are placeholders that no reader uses.
+                ("local", local.zip64, localField, local.hasDataDescriptor ? [] : [local.uncompressedSize, local.compressedSize]),
+            ]
+            // Found by trying: minizip refuses to open such an entry (UNZ_BADZIPFILE), the other readers read it.
+            let centralOnly =
+                (entry.uncompressedSize32 == 0xffff_ffff && local.uncompressedSize32 != 0xffff_ffff)
+                || (entry.compressedSize32 == 0xffff_ffff && local.compressedSize32 != 0xffff_ffff)
+            if centralOnly && !local.hasDataDescriptor {
+                problems.add(
+                    .zipSixtyFourMismatch, path: name,
+                    "the central record's size is 0xFFFFFFFF (in its zip64 field) but the local header's is not: minizip refuses to open such an entry (error -103), the other readers read it; \(rebuild)"
+                )
+                return
+            }
+            for (header, values, field, expected) in headers {
                 guard let values else { continue }
-                let fits =
-                    [values.uncompressedSize, values.compressedSize, values.localHeaderOffset].contains {
-                        ($0 ?? .max) < 0xffff_ffff
-                    }
-                    || (values.diskStart ?? .max) < 0xffff
-                let reason: String? =
-                    if values.isMissingValues {
-                        "a saturated 32-bit field has no value in the zip64 field"
-                    } else if values.surplusBytes > 0 {
-                        "the zip64 field holds \(values.surplusBytes) bytes more than its 32-bit fields call for"
-                    } else if values.saturatedFields == 0 {
-                        "a zip64 field where every value fits in the 32-bit fields"
-                    } else if fits { "a zip64 value that fits in its 32-bit field" } else { nil }
+                let reason: String?
+                if values.isMissingValues {
+                    reason =
+                        "a saturated 32-bit field (0xFFFFFFFF) without its value in a zip64 field: Go's archive/zip and Python's zipfile refuse the entry, readers without zip64 take 4 GiB"
+                } else if header == "central" && values.saturatedFields > 0 && values.surplusBytes > 0 {
+                    reason =
+                        "a zip64 field \(values.surplusBytes) bytes longer than its saturated fields call for: ZIPFoundation then ignores the field and takes 0xFFFFFFFF, the other readers take its values"
+                } else if (values.saturatedFields == 0 || header == "local"),
+                    let slot = Self.disagreeingSlot(field, expected)
+                {
+                    reason =
+                        "a zip64 field whose \(slot) differs from the header's own: readers that take zip64 values in APPNOTE order and those that take them at fixed places unpack different sizes"
+                } else {
+                    reason = nil
+                }
                 if let reason {
-                    problems.add(
-                        .zipSixtyFourMismatch, path: name,
-                        "the \(header) header has \(reason): zip readers disagree on such records; \(rebuild)")
+                    problems.add(.zipSixtyFourMismatch, path: name, "the \(header) header has \(reason); \(rebuild)")
                     return
                 }
             }
+        }
+
+        /// The first 8-byte value of a zip64 field, read at its full-layout place (uncompressed size, compressed
+        /// size, local header offset), that differs from the header's value; nil when all present agree.
+        static func disagreeingSlot(_ field: [UInt8], _ expected: [UInt64]) -> String? {
+            let names = ["uncompressed size", "compressed size", "local header offset"]
+            for (slot, value) in expected.enumerated() where field.count >= (slot + 1) * 8 {
+                var read: UInt64 = 0
+                for byte in field[(slot * 8)..<(slot * 8 + 8)].reversed() { read = read << 8 | UInt64(byte) }
+                if read != value { return "\(names[slot]) \(read) (the header: \(value))" }
+            }
+            return nil
         }
 
         /// The checks across entries and of the end records.
@@ -350,7 +408,9 @@ enum ZipStructureCheck {
         mutating func checkSixtyFourEnd(_ directory: ZipDirectory) {
             guard let end = directory.end, let sixtyFour = directory.zip64End else { return }
             var reasons: [String] = []
-            if !end.isSaturated { reasons.append("the 32-bit end record holds every value, so no zip64 end record is needed") }
+            // A zip64 end record beside an end record that needs none, or a zip64 value that would fit in a
+            // saturated field, is read alike (Python reads the zip64 record whenever a locator is there, Go only
+            // when a field is saturated): only values that differ make them unpack differently.
             if end.totalEntries != 0xffff && UInt64(end.totalEntries) != sixtyFour.totalEntries {
                 reasons.append("the entry counts differ")
             }
@@ -364,11 +424,8 @@ enum ZipStructureCheck {
             {
                 reasons.append("the central directory offsets differ")
             }
-            if (end.totalEntries == 0xffff && sixtyFour.totalEntries < 0xffff)
-                || (end.centralDirectorySize == 0xffff_ffff && sixtyFour.centralDirectorySize < 0xffff_ffff)
-                || (end.centralDirectoryOffset == 0xffff_ffff && sixtyFour.centralDirectoryOffset < 0xffff_ffff)
-            {
-                reasons.append("a saturated 32-bit field's value fits in it, so the zip64 value is not needed")
+            if directory.defects.isEmpty && sixtyFour.totalEntries != UInt64(directory.entryCount) {
+                reasons.append("it declares \(sixtyFour.totalEntries) entries but the central directory holds \(directory.entryCount)")
             }
             if sixtyFour.adjacentOffset < 0 || sixtyFour.recordOffset != UInt64(sixtyFour.adjacentOffset) {
                 reasons.append("the locator points away from the record just before it")
@@ -382,7 +439,7 @@ enum ZipStructureCheck {
             guard !reasons.isEmpty else { return }
             problems.add(
                 .zipSixtyFourMismatch, path: "",
-                "the zip64 end record disagrees with the end record (\(reasons.joined(separator: "; "))): zip readers disagree on such records; \(rebuild)"
+                "the zip64 end record disagrees with the end record (\(reasons.joined(separator: "; "))): Python's zipfile reads the zip64 record whenever a locator precedes the end record, and the record just before the locator; Go's archive/zip only when a 32-bit field is saturated, and where the locator points; so they list different entries; \(rebuild)"
             )
         }
 

@@ -356,6 +356,7 @@ private struct RuleChecker {
     mutating func checkContent() {
         let entries = snapshot.entries
         var collisions = CollisionFinder(expectedCount: entries.count)
+        var junkReported: Set<String> = []
         for (position, entry) in entries.enumerated() {
             let path = entry.path
             if entry.kind == .file {
@@ -381,11 +382,20 @@ private struct RuleChecker {
                 problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
             }
             if PackagePath.isJunk(path) {
-                // Report the junk folder once, not every file inside it.
-                let components = path.split(separator: "/")
-                let parentIsJunk = components.count > 1 && PackagePath.isJunk(components.dropLast().joined(separator: "/"))
-                if !parentIsJunk {
-                    problems.add(.junk, path: path, "operating system junk; leave it out of the package (hcpack build does)")
+                // Reported once, at its outermost junk name, whether or not the archive has an entry for that folder
+                // (Finder's zips have none for __MACOSX/Contents/).
+                var outermost: [Substring] = []
+                for component in path.split(separator: "/") {
+                    outermost.append(component)
+                    if PackagePath.isJunk(String(component)) { break }
+                }
+                let junk = outermost.joined(separator: "/")
+                if junkReported.insert(junk).inserted {
+                    problems.add(
+                        .junk, path: junk,
+                        junk.hasPrefix(Verifier.contentsPrefix)
+                            ? "operating system junk; leave it out of the package (hcpack build does)"
+                            : "operating system junk outside Contents/, which install never places; leave it out of the archive (hcpack build does)")
                 }
             }
             switch collisions.add(position, path: path, pathAt: { entries[$0].path }) {
