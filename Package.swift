@@ -1,6 +1,16 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The commit `hcpack --version` names: $HCPACK_COMMIT when set (a build from a source tarball without .git),
+// else the checkout's (with "-dirty" when it has uncommitted changes), else "unknown". Only hex digits,
+// letters and '-' pass, so the value is always a plain C string literal.
+let buildCommit: String = {
+    let named = Context.environment["HCPACK_COMMIT"].flatMap { $0.isEmpty ? nil : $0 }
+    let git = Context.gitInformation.map { $0.currentCommit + ($0.hasUncommittedChanges ? "-dirty" : "") }
+    let commit = named ?? git ?? "unknown"
+    return commit.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) ? commit : "unknown"
+}()
+
 let package = Package(
     name: "hcpack",
     products: [
@@ -24,8 +34,11 @@ let package = Package(
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
         .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest"]),
 
+        // The commit hcpack is built from (buildCommit above), for `hcpack --version`.
+        .target(name: "CBuildInfo", cSettings: [.define("HCPACK_COMMIT", to: "\"\(buildCommit)\"")]),
+
         // Command line: parsing, rendering, exit codes.
-        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
+        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList", "CBuildInfo"]),
         .executableTarget(name: "hcpack", dependencies: ["HCPackCLI", "FileSystemIO"]),
 
         // An example of the library used from outside: only HostedContent's public API (docs/library.md).
