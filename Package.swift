@@ -1,14 +1,14 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The commit `hcpack --version` names: $HCPACK_COMMIT when set (a build from a source tarball without .git),
-// else the checkout's (with "-dirty" when it has uncommitted changes), else "unknown". Only hex digits,
-// letters and '-' pass, so the value is always a plain C string literal.
+// The commit `hcpack --version` names: $HCPACK_COMMIT, which the Makefile sets from git ("-dirty" appended for
+// uncommitted changes), else "unknown" (a plain `swift build`, or a source tree without .git). Not read from
+// Context.gitInformation: SwiftPM reuses its last build plan when only the commit changed, so the binary would
+// name an old commit. Only letters, digits and '-' pass, so the value is always a plain C string literal.
 let buildCommit: String = {
-    let named = Context.environment["HCPACK_COMMIT"].flatMap { $0.isEmpty ? nil : $0 }
-    let git = Context.gitInformation.map { $0.currentCommit + ($0.hasUncommittedChanges ? "-dirty" : "") }
-    let commit = named ?? git ?? "unknown"
-    return commit.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) ? commit : "unknown"
+    let commit = Context.environment["HCPACK_COMMIT"] ?? ""
+    let plain = !commit.isEmpty && commit.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+    return plain ? commit : "unknown"
 }()
 
 let package = Package(

@@ -26,8 +26,8 @@ public enum HCPack {
     /// hcpack's version: the one place it is defined (the Makefile's `deb` and `dist` read it from here).
     public static let version = "0.1.0"
 
-    /// The commit this binary was built from (Package.swift's `buildCommit`): 40 hex digits, "-dirty" after
-    /// them when the checkout had uncommitted changes, or "unknown" (a source tree without .git or $HCPACK_COMMIT).
+    /// The commit this binary was built from (Package.swift's `buildCommit`, from `$HCPACK_COMMIT` that the
+    /// Makefile sets): 40 hex digits, "-dirty" after them when the checkout had uncommitted changes, or "unknown".
     public static let commit = String(cString: cbuildinfo_commit())
 
     /// What `hcpack --version` prints: the version, the commit and the licence.
