@@ -3,7 +3,8 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 # Release builds link the Swift runtime and Foundation in: the binary then runs on machines without a Swift
 # toolchain (CI images), starts in 10 ms instead of 22 and has 5 MiB less resident (bench/README.md).
-BUILD_FLAGS ?= -c release --static-swift-stdlib
+# No $ORIGIN run path either: a library dropped beside /usr/bin/hcpack must not be loaded (the packages check it).
+BUILD_FLAGS ?= -c release --static-swift-stdlib --disable-local-rpath
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives (and the zip readers
 # the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
 # (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
