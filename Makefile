@@ -3,7 +3,8 @@ PREFIX ?= /usr/local
 SWIFT ?= swift
 # Release builds link the Swift runtime and Foundation in: the binary then runs on machines without a Swift
 # toolchain (CI images), starts in 10 ms instead of 22 and has 5 MiB less resident (bench/README.md).
-BUILD_FLAGS ?= -c release --static-swift-stdlib
+# No $ORIGIN run path either: a library dropped beside /usr/bin/hcpack must not be loaded (the packages check it).
+BUILD_FLAGS ?= -c release --static-swift-stdlib --disable-local-rpath
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives (and the zip readers
 # the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
 # (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
@@ -12,8 +13,22 @@ BUILD_FLAGS ?= -c release --static-swift-stdlib
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
   openssl golang-go golang-golang-x-mod-dev default-jdk-headless 7zip
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
+# Release artifacts (make deb, make dist, make package-check, make deb-check): Debian's packaging tools, and
+# debootstrap for the bare-Debian install check.
+DEBIAN_PACKAGES += dpkg-dev lintian binutils debootstrap
+
+# The commit `hcpack --version` names (Package.swift reads it): HEAD, "-dirty" when the checkout has
+# uncommitted changes; empty ("unknown") without git. Set HCPACK_COMMIT=... to build a source tarball.
+ifndef HCPACK_COMMIT
+HCPACK_COMMIT := $(shell git rev-parse -q --verify HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo -dirty)
+endif
+export HCPACK_COMMIT
+# The version, from its one place in the source.
+VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/HCPackCLI/HCPack.swift)
+DIST_DIR ?= .build/dist
 
 .PHONY: all deps build demo test install-check bench bench-pathological fuzz fuzz-smoke install uninstall clean
+.PHONY: deb dist package-check deb-check
 
 all: build
 
@@ -99,3 +114,21 @@ uninstall:
 
 clean:
 	rm -rf .build
+
+# Release artifacts from the release binary (docs/install.md): scripts under .ci/ so CI and developers run the
+# same recipe. HCPACK_SIGN_KEY=env:VAR (or a key file) signs the tarball (hcpack sign-file).
+deb: build
+	VERSION="$(VERSION)" .ci/package deb "$(BIN_DIR)/hcpack" "$(DIST_DIR)"
+
+dist: build
+	VERSION="$(VERSION)" .ci/package dist "$(BIN_DIR)/hcpack" "$(DIST_DIR)"
+
+# CI (.ci/run): builds the .deb and the tarball from one release build and checks what they hold and that
+# their binaries run without a Swift toolchain; lintian; two dists byte-identical.
+package-check: build
+	VERSION="$(VERSION)" .ci/package-check "$(BIN_DIR)/hcpack"
+
+# Not in CI (needs network for Debian's packages): apt-get install the .deb into a debootstrapped Debian 12
+# root without Swift and run the release pipeline, man hcpack and the bash completion there (needs root).
+deb-check: deb
+	.ci/deb-check "$(DIST_DIR)/hcpack_$(VERSION)_$$(dpkg --print-architecture).deb"

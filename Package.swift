@@ -1,6 +1,16 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The commit `hcpack --version` names: $HCPACK_COMMIT, which the Makefile sets from git ("-dirty" appended for
+// uncommitted changes), else "unknown" (a plain `swift build`, or a source tree without .git). Not read from
+// Context.gitInformation: SwiftPM reuses its last build plan when only the commit changed, so the binary would
+// name an old commit. Only letters, digits and '-' pass, so the value is always a plain C string literal.
+let buildCommit: String = {
+    let commit = Context.environment["HCPACK_COMMIT"] ?? ""
+    let plain = !commit.isEmpty && commit.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }
+    return plain ? commit : "unknown"
+}()
+
 let package = Package(
     name: "hcpack",
     products: [
@@ -24,8 +34,11 @@ let package = Package(
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
         .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest"]),
 
+        // The commit hcpack is built from (buildCommit above), for `hcpack --version`.
+        .target(name: "CBuildInfo", cSettings: [.define("HCPACK_COMMIT", to: "\"\(buildCommit)\"")]),
+
         // Command line: parsing, rendering, exit codes.
-        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
+        .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList", "CBuildInfo"]),
         .executableTarget(name: "hcpack", dependencies: ["HCPackCLI", "FileSystemIO"]),
 
         // An example of the library used from outside: only HostedContent's public API (docs/library.md).

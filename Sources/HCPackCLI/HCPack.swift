@@ -1,3 +1,4 @@
+internal import CBuildInfo
 import Foundation
 import HostedContent
 
@@ -22,12 +23,28 @@ protocol Command {
 
 /// The `hcpack` program: dispatch, help, and the one place that turns errors into exit codes.
 public enum HCPack {
+    /// hcpack's version: the one place it is defined (the Makefile's `deb` and `dist` read it from here).
     public static let version = "0.1.0"
+
+    /// The commit this binary was built from (Package.swift's `buildCommit`, from `$HCPACK_COMMIT` that the
+    /// Makefile sets): 40 hex digits, "-dirty" after them when the checkout had uncommitted changes, or "unknown".
+    public static let commit = String(cString: cbuildinfo_commit())
+
+    /// What `hcpack --version` prints: the version, the commit and the licence.
+    public static var versionText: String {
+        """
+        hcpack \(version)
+        commit \(commit)
+        Licensed under the Apache License, Version 2.0 (LICENSE; /usr/share/doc/hcpack/copyright when installed
+        from the Debian package). Distributed on an "AS IS" BASIS, WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND.
+
+        """
+    }
 
     static var commands: [any Command.Type] {
         [
             InitCommand.self, BuildCommand.self, DeltaCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
-            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, CatalogCommand.self, VerifyCatalogCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, SignFileCommand.self, VerifyFileCommand.self, CatalogCommand.self, VerifyCatalogCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
         ]
     }
 
@@ -69,7 +86,7 @@ public enum HCPack {
             context.out(overview)
             return ExitCode.success
         case "--version":
-            context.out("hcpack \(version)\n")
+            context.out(versionText)
             return ExitCode.success
         case "help":
             guard let name = arguments.dropFirst().first else {

@@ -72,7 +72,7 @@ struct CompletionsTests {
             let result = run("fish", ["-c", "source '\(path)'; complete -C '\(line)'"])
             return result.output.split(separator: "\n").map { String($0.prefix(while: { $0 != "\t" })) }
         }
-        #expect(complete("hcpack ver") == ["verify", "verify-catalog"])
+        #expect(complete("hcpack ver") == ["verify", "verify-catalog", "verify-file"])
         #expect(complete("hcpack verify --bu") == ["--budget"])
         #expect(complete("hcpack build --format ") == ["dir", "tar.gz", "zip"])
         #expect(complete("hcpack completions ") == ["bash", "fish", "zsh"])
