@@ -33,9 +33,17 @@ public final class LockFile {
             descriptor = openat(folder.descriptor, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
         }
         guard descriptor >= 0 else { throw HCPackError.system("open", path: folder.describe(name), errno: errno) }
+        // Without waiting, a busy lock is tried again for a moment before giving up: a process forked by the
+        // last holder (a library user spawning a tool) keeps its descriptor, and so the lock, until it execs.
+        var busyRetries = wait ? 0 : busyGraceSteps
         while flock(descriptor, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             if code == EINTR { continue }
+            if code == EWOULDBLOCK && busyRetries > 0 {
+                busyRetries -= 1
+                usleep(busyGraceStepMicroseconds)
+                continue
+            }
             close(descriptor)
             if code == EWOULDBLOCK { return .busy }
             throw HCPackError.system("flock", path: folder.describe(name), errno: code)
@@ -50,6 +58,10 @@ public final class LockFile {
         }
         return .acquired(LockFile(descriptor: descriptor, folder: folder, name: name, createdFile: created))
     }
+
+    /// How long a busy lock is tried again before `.busy`: 20 x 50 ms, one second at most.
+    static let busyGraceSteps = 20
+    static let busyGraceStepMicroseconds: useconds_t = 50_000
 
     private init(descriptor: Int32, folder: DirectoryHandle, name: String, createdFile: Bool) {
         self.descriptor = descriptor

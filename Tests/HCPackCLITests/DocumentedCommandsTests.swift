@@ -49,6 +49,13 @@ struct DocumentedCommandsTests {
             printf '<?xml version="1.0" encoding="UTF-8"?>\n<plist version="1.0"><dict><key>IAPProductIdentifier</key><string>com.example.levels</string><key>ContentVersion</key><string>1.0</string><key>Files</key><array>%s</array></dict></plist>\n' "$files" > Levels/ContentInfo.plist
             printf '{\n  "maxTotalBytes": 500000000,\n  "maxFileBytes": 100000000,\n  "maxFiles": 2000\n}\n' > budget.json
             """#,
+        // A release tarball (any bytes: only its note is checked) signed with a key made here.
+        "docs/install.md": #"""
+            printf 'not really a tarball\n' > hcpack-0.1.0-linux-x86_64.tar.gz
+            hcpack keygen --name example.com/hcpack-release -o hcpack-release.key >/dev/null 2>&1
+            mv hcpack-release.key.pub hcpack-release.pub
+            hcpack sign-file hcpack-0.1.0-linux-x86_64.tar.gz --key hcpack-release.key >/dev/null
+            """#,
         "docs/self-hosting.md": #"""
             pkg src-1.0 com.example.levels 1.0 && pkg src-1.1 com.example.levels 1.1 && pkg src-art com.example.art 2.0
             hcpack build src-1.0 -o levels-1.0.zip -q && hcpack build src-1.1 -o levels-1.1.zip -q

@@ -400,7 +400,23 @@ struct InstallTests {
         #expect(bench.read("a.txt") == Array("two".utf8))
     }
 
-    @Test("A held lock makes a second install fail at once with .locked, or wait")
+    @Test("A lock released a moment later (a forked child's copy of the descriptor, dropped at its exec) does not refuse the install")
+    func lockReleasedMomentarily() throws {
+        let bench = InstallBench()
+        let archive = bench.archive(PackageArchive())
+        bench.folder.makeFolder("dest/.hcpack")
+        let descriptor = open(bench.dest + "/.hcpack/lock", O_RDWR | O_CREAT, 0o644)
+        try #require(descriptor >= 0)
+        #expect(flock(descriptor, LOCK_EX) == 0)
+        let releaser = Thread {
+            usleep(200_000)
+            close(descriptor)
+        }
+        releaser.start()
+        #expect(try bench.installed(archive).status == .installed)
+    }
+
+    @Test("A held lock makes a second install fail with .locked, or wait")
     func locked() throws {
         let bench = InstallBench()
         let archive = bench.archive(PackageArchive())
