@@ -7,9 +7,9 @@ BUILD_FLAGS ?= -c release --static-swift-stdlib
 # Libraries hcpack links, plus the tools the tests and demo use to make and check archives (and the zip readers
 # the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
 # (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
-# golang.org/x/mod/sumdb/note for the signing interop tests.
+# golang.org/x/mod/sumdb/note for the signing interop tests; libcurl for fetch, nginx-light for its tests.
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
-  openssl golang-go golang-golang-x-mod-dev
+  openssl golang-go golang-golang-x-mod-dev libcurl4-openssl-dev nginx-light
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 
 .PHONY: all deps build demo test install-check bench bench-pathological fuzz install uninstall clean
