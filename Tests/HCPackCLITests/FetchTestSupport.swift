@@ -324,7 +324,8 @@ final class FaultServer {
     }
 
     deinit {
-        process.terminate()
+        // SIGKILL: a child of the test process may inherit a mask that blocks SIGTERM.
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
@@ -343,7 +344,10 @@ final class FaultServer {
     /// Serves ROOT; the first path segment names the fault applied to .zip files (catalogs and notes are served
     /// as they are, from ROOT/<scenario>/ or ROOT/). Python 3.11 (Debian 12) and newer.
     static let script = #"""
-        import http.server, json, os, socket, sys, threading, time
+        import http.server, json, os, signal, socket, sys, threading, time
+
+        # Started by a test process whose threads may block signals: take SIGTERM back.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
         root, port_file, log_file = sys.argv[1], sys.argv[2], sys.argv[3]
         attempts = {}
@@ -376,24 +380,23 @@ final class FaultServer {
                     attempt = attempts[(scenario, name)]
                 data = open(path, "rb").read()
                 getattr(self, "fault_" + scenario.replace("-", "_"))(data, attempt, entry)
-                log(entry)
 
             def plain(self, path, entry):
                 if not os.path.isfile(path):
-                    return self.status(404, entry, log_it=True)
+                    return self.status(404, entry)
                 data = open(path, "rb").read()
                 self.send(200, data, entry, {})
-                log(entry)
 
-            def status(self, code, entry, headers={}, log_it=False):
+            # Each reply is logged before its last byte is written, so a test reading the log after the client
+            # finished sees it.
+            def status(self, code, entry, headers={}):
+                entry["status"] = code
+                log(entry)
                 self.send_response(code)
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                entry["status"] = code
-                if log_it:
-                    log(entry)
 
             def send(self, code, body, entry, headers, length=None, cut=None):
                 self.send_response(code)
@@ -404,12 +407,13 @@ final class FaultServer {
                 else:
                     self.send_header("Connection", "close")
                     self.close_connection = True
-                self.end_headers()
                 payload = body if cut is None else body[:cut]
-                self.wfile.write(payload)
-                self.wfile.flush()
                 entry["status"] = code
                 entry["sent"] = len(payload)
+                log(entry)
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
                 if cut is not None:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
@@ -476,13 +480,17 @@ final class FaultServer {
             def fault_stall(self, data, attempt, entry):
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))
+                entry["status"] = 200
+                entry["sent"] = 100
+                log(entry)
                 self.end_headers()
                 self.wfile.write(data[:100])
                 self.wfile.flush()
-                entry["status"] = 200
-                entry["sent"] = 100
                 time.sleep(20)
                 self.close_connection = True
+
+            def fault_good(self, data, attempt, entry):
+                self.ranged(data, entry)
 
             def fault_swap(self, data, attempt, entry):
                 self.send(200, bytes(reversed(data)), entry, {"ETag": '"v1"'})
