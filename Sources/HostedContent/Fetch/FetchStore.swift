@@ -116,6 +116,16 @@ final class FetchStore {
         _ = try folder.removeFile(Self.validatorName(sha256))
     }
 
+    /// Removes downloads (partial or whole) of files the catalog no longer names, and their validators: a run
+    /// killed between an install and the removal of its archive leaves it behind, and a new catalog makes
+    /// older partials useless.
+    func pruneDownloads(keeping wanted: Set<String>) throws(HCPackError) {
+        for name in try folder.list() where name.hasSuffix(".download") {
+            let sha256 = String(name.dropLast(".download".count))
+            if !wanted.contains(sha256) { try removeDownload(sha256) }
+        }
+    }
+
     // MARK: provenance
 
     /// Records which catalog an installed version came from.

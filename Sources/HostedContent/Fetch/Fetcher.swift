@@ -32,6 +32,10 @@ public enum Fetcher {
         let others = selected.filter { $0.policy != .essential }
         for package in essential { reports.append(run.product(package, downloader: downloader)) }
         reports += run.parallel(others, jobs: max(1, options.jobs), first: downloader)
+        if !options.checkOnly {
+            let named = accepted.catalog.packages.flatMap { [$0.sha256] + $0.deltas.map(\.sha256) }
+            try store.pruneDownloads(keeping: Set(named))
+        }
         return FetchReport(serial: accepted.catalog.serial, signers: accepted.signers, products: reports)
     }
 

@@ -110,6 +110,8 @@ final class ProductRun: Sendable {
                 return
             }
             if installed == newest && receipt.plistSHA256 == package.plistSHA256 && !repairing {
+                // A run killed after the install but before it removed the archive left it here.
+                try store.removeDownload(package.sha256)
                 report.status = .upToDate
                 emit(.upToDate(product: product, version: receipt.version))
                 return
