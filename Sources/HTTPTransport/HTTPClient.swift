@@ -317,19 +317,22 @@ private final class TransferState {
 // given (or nonzero from the progress callback) makes libcurl stop with CURLE_WRITE_ERROR / CURLE_ABORTED_BY_CALLBACK.
 
 private func writeCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
-    guard let context else { return 0 }
-    let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
-    let total = size * count
-    guard total > 0, let data else { return total }
-    return state.body(UnsafeRawBufferPointer(start: data, count: total)) ? total : 0
+    deliver(data, size * count, context) { $0.body($1) }
 }
 
 private func headerCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    deliver(data, size * count, context) { $0.header($1) }
+}
+
+/// Hands `total` bytes to the transfer's state; the count libcurl expects back, 0 to stop.
+private func deliver(
+    _ data: UnsafeMutablePointer<CChar>?, _ total: Int, _ context: UnsafeMutableRawPointer?,
+    _ take: (TransferState, UnsafeRawBufferPointer) -> Bool
+) -> Int {
     guard let context else { return 0 }
-    let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
-    let total = size * count
     guard total > 0, let data else { return total }
-    return state.header(UnsafeRawBufferPointer(start: data, count: total)) ? total : 0
+    let state = Unmanaged<TransferState>.fromOpaque(context).takeUnretainedValue()
+    return take(state, UnsafeRawBufferPointer(start: data, count: total)) ? total : 0
 }
 
 private func progressCallback(
