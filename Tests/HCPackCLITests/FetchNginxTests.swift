@@ -41,6 +41,7 @@ enum FetchKept {
 
         let nothing = fetch([url, "--trusted-key", corpus.pub, "--dest", dest])
         #expect(nothing.status == 2 && nothing.stderr.contains("pass --product ID (the catalog offers: com.example.levels 1.0 (onDemand))"), "\(nothing.stderr)")
+        #expect(corpus.snapshot(dest).isEmpty && !FileManager.default.fileExists(atPath: dest + "/.hcpack"))
 
         let first = fetch([url, "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels", "--json"])
         #expect(first.status == 0, "\(first.stderr)")
@@ -152,14 +153,20 @@ enum FetchKept {
         options.products = ["com.example.levels"]
         let size = corpus.size("levels-1.0.zip")
 
-        // Stop once some bytes are on disk: the consuming task ends, the stream's termination cancels the fetch.
-        var partial: Int64 = 0
-        for try await update in Fetcher.events(options) {
-            if case .event(.downloading(_, _, let bytes, _)) = update, bytes > 0 {
-                partial = bytes
-                break
+        // Cancel the consuming task once some bytes are on disk: the stream's termination cancels the fetch.
+        let (started, signal) = AsyncStream<Int64>.makeStream()
+        let consumer = Task {
+            for try await update in Fetcher.events(options) {
+                if case .event(.downloading(_, _, let bytes, _)) = update, bytes > 0 { signal.yield(bytes) }
             }
         }
+        var partial: Int64 = 0
+        for await bytes in started {
+            partial = bytes
+            break
+        }
+        consumer.cancel()
+        _ = await consumer.result
         #expect(partial > 0 && partial < size)
         var kept: Int64 = 0
         for _ in 0..<100 {

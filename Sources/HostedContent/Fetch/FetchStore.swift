@@ -78,9 +78,15 @@ final class FetchStore {
         return InstallReceipt.decode(bytes)
     }
 
-    /// Products DIR has receipts for.
-    func receiptProducts() throws(HCPackError) -> [String] {
-        guard let receipts = try destination.openDirectories([Substring(Installer.metadataFolder), Substring(Installer.receiptsFolder)])
+    /// Products the folder at `path` has receipts for; read before anything is written to it.
+    static func receiptProducts(in path: String) throws(HCPackError) -> [String] {
+        guard let status = try FileSystem.status(path) else {
+            throw HCPackError(.notFound, "\(path): no such folder; create the destination folder first", path: path)
+        }
+        guard status.kind == .directory,
+            let receipts = try DirectoryHandle.open(path).openDirectories([
+                Substring(Installer.metadataFolder), Substring(Installer.receiptsFolder),
+            ])
         else { return [] }
         return try receipts.list().filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
     }

@@ -17,13 +17,14 @@ public enum Fetcher {
         _ options: FetchOptions, cancellation: FetchCancellation = FetchCancellation(), events: @escaping @Sendable (FetchEvent) -> Void = { _ in }
     ) throws(HCPackError) -> FetchReport {
         let emit = SerialEmitter(events)
-        let store = try FetchStore(destination: options.destination)
         let downloader = try Downloader(limits: options.http, policy: options.retry, cancellation: cancellation)
         let accepted = try loadCatalog(options, downloader: downloader)
+        // Selection reads DIR only: a usage error leaves it untouched.
+        let selected = try select(options, catalog: accepted.catalog, installed: try FetchStore.receiptProducts(in: options.destination))
+        let store = try FetchStore(destination: options.destination)
         try checkSerial(accepted, store: store)
         emit(.catalogAccepted(serial: accepted.catalog.serial, signers: accepted.signers))
 
-        let selected = try select(options, catalog: accepted.catalog, store: store)
         for package in selected { emit(.queued(product: package.productIdentifier, policy: package.policy)) }
         let run = ProductRun(options: options, accepted: accepted, store: store, cancellation: cancellation, emit: emit)
         var reports: [FetchProductReport] = []
@@ -115,14 +116,14 @@ public enum Fetcher {
     }
 
     /// Which products: asked for, installed already, and the catalog's essential and prefetch ones.
-    static func select(_ options: FetchOptions, catalog: Catalog, store: FetchStore) throws(HCPackError) -> [CatalogPackage] {
+    static func select(_ options: FetchOptions, catalog: Catalog, installed: [String]) throws(HCPackError) -> [CatalogPackage] {
         let offered = catalog.packages.map { "\($0.productIdentifier) \($0.version) (\($0.policy.rawValue))" }.joined(separator: ", ")
         if options.checkOnly { return catalog.packages }
         let known = Set(catalog.packages.map(\.productIdentifier))
         if let unknown = options.products.first(where: { !known.contains($0) }) {
             throw HCPackError(.invalidRequest, "the catalog has no product '\(unknown)'; it offers: \(offered.isEmpty ? "nothing" : offered)")
         }
-        let installed = Set(try store.receiptProducts())
+        let installed = Set(installed)
         let wanted = catalog.packages.filter { package in
             options.products.contains(package.productIdentifier) || installed.contains(package.productIdentifier)
                 || package.policy != .onDemand

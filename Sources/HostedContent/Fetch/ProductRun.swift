@@ -32,23 +32,27 @@ final class ProductRun: Sendable {
         guard jobs > 1, packages.count > 1 else { return packages.map { product($0, downloader: first) } }
         let results = Mutex<[Int: FetchProductReport]>([:])
         let next = Mutex(0)
-        DispatchQueue.concurrentPerform(iterations: min(jobs, packages.count)) { worker in
-            let downloader: Downloader
-            do {
-                downloader = try Downloader(limits: options.http, policy: options.retry, cancellation: cancellation)
-            } catch {
-                return
-            }
-            while true {
-                let index = next.withLock { value -> Int in
-                    defer { value += 1 }
-                    return value
+        // Threads, not concurrentPerform: the workers wait on the network, and concurrentPerform would run no
+        // more of them than there are cores.
+        let group = DispatchGroup()
+        for _ in 0..<min(jobs, packages.count) {
+            group.enter()
+            let thread = Thread { [self] in
+                defer { group.leave() }
+                guard let downloader = try? Downloader(limits: options.http, policy: options.retry, cancellation: cancellation) else { return }
+                while true {
+                    let index = next.withLock { value -> Int in
+                        defer { value += 1 }
+                        return value
+                    }
+                    guard index < packages.count else { return }
+                    let report = product(packages[index], downloader: downloader)
+                    results.withLock { $0[index] = report }
                 }
-                guard index < packages.count else { return }
-                let report = product(packages[index], downloader: downloader)
-                results.withLock { $0[index] = report }
             }
+            thread.start()
         }
+        group.wait()
         let done = results.withLock { $0 }
         return packages.indices.map { index in
             done[index]
