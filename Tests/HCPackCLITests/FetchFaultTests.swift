@@ -58,6 +58,8 @@ import Testing
             #expect(report["status"] as? String == "failed")
             let failed = result.stderr.split(separator: "\n").compactMap { jsonObject(String($0)) }.first { $0["event"] as? String == "failed" }
             #expect(failed?["resumable"] as? Bool == (item.status == 3))
+            // Refused bytes never reach the installer (nor its archive reader).
+            #expect(!result.stderr.contains("\"event\":\"installing\""))
         } else {
             #expect(report["status"] as? String == "installed")
             let direct = corpus.destination("direct")
