@@ -195,6 +195,8 @@ public final class HTTPClient {
             { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_LIMIT, self.limits.lowSpeedBytes) },
             { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_TIME, self.limits.lowSpeedSeconds) },
             { ccurl_setopt_long(self.handle, CURLOPT_HTTP_CONTENT_DECODING, 0) },
+            // 256 KiB a write callback instead of 16: fewer calls, fewer pwrites.
+            { ccurl_setopt_long(self.handle, CURLOPT_BUFFERSIZE, 256 << 10) },
             { ccurl_setopt_long(self.handle, CURLOPT_NOSIGNAL, 1) },
             { ccurl_setopt_long(self.handle, CURLOPT_SSL_VERIFYPEER, 1) },
             { ccurl_setopt_long(self.handle, CURLOPT_SSL_VERIFYHOST, 2) },

@@ -183,7 +183,8 @@ final class Downloader {
                     hashed = 0
                     machine.verified(matches: matches)
                 case .done:
-                    try file.synchronize()
+                    // No fsync: the download is only the installer's input (the installer syncs what it places),
+                    // and bytes a crash loses are found by the hash on resume and fetched again.
                     return stats
                 case .failed(let failure):
                     lastFailure = failure
