@@ -1,4 +1,5 @@
 import Foundation
+import HostedContent
 import TestSupport
 import Testing
 
@@ -99,6 +100,80 @@ import Testing
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let report = try #require((jsonObject(resumed.stdout)?["products"] as? [[String: Any]])?.first)
         #expect((report["resumedBytes"] as? NSNumber)?.int64Value == 100)
+        #expect(server.requests("good").filter { $0.path == "levels-1.1.zip" }.map(\.range) == ["bytes=100-"])
+    }
+
+    @Test("--mirror: when the catalog's host fails, the same relative path is fetched from the mirror")
+    func mirror() throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/missing", prefix: "missing", serial: 1)
+        let dest = corpus.destination("app")
+        let result = hcpack([
+            "fetch", server.base + "/missing/catalog.json", "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels",
+            "--mirror", nginx.base + "/",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.requests("missing").filter { $0.path == "levels-1.1.zip" }.map(\.status) == [404])
+        #expect(nginx.requests().map(\.uri) == ["/levels-1.1.zip"])
+        #expect(corpus.folder.read("app/levels/3.json") == Array("{\"level\": 3}\n".utf8))
+    }
+
+    @Test("the library: events as an async sequence; cancelling the consuming task keeps the partial, the next run resumes it")
+    func library() async throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        // A server that sends 100 bytes, then nothing: the fetch is mid-download until it is cancelled.
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/stall", prefix: "stall", serial: 1)
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
+        let dest = corpus.destination("app")
+        let keys = try VerifierKey.load(corpus.pub, relativeTo: ".")
+        var options = FetchOptions(catalog: server.base + "/stall/catalog.json", trustedKeys: keys, destination: dest)
+        options.products = ["com.example.levels"]
+        let size = corpus.size("levels-1.1.zip")
+
+        let (started, signal) = AsyncStream<Int64>.makeStream()
+        let stalled = options
+        let consumer = Task {
+            for try await update in Fetcher.events(stalled) {
+                if case .event(.downloading(_, _, let bytes, _)) = update, bytes > 0 { signal.yield(bytes) }
+            }
+        }
+        var partial: Int64 = 0
+        for await bytes in started {
+            partial = bytes
+            break
+        }
+        consumer.cancel()
+        _ = await consumer.result
+        #expect(partial == 100)
+        // The worker thread stops at its next libcurl callback (at least once a second), then lets go of DIR.
+        var released = false
+        for _ in 0..<200 where !released {
+            released = FetchKept.released(dest)
+            if !released { try await Task.sleep(nanoseconds: 50_000_000) }
+        }
+        #expect(released)
+        #expect(corpus.partials(dest).values.map { $0 } == [100])
+        #expect(corpus.snapshot(dest).keys.allSatisfy { $0.hasPrefix(".hcpack") })
+
+        options.catalog = server.base + "/good/catalog.json"
+        var events: [FetchEvent] = []
+        var report: FetchReport?
+        for try await update in Fetcher.events(options) {
+            switch update {
+            case .event(let event): events.append(event)
+            case .finished(let value): report = value
+            }
+        }
+        let done = try #require(report?.products.first)
+        #expect(done.status == .installed && done.resumedBytes == 100 && done.downloadedBytes == size - 100)
+        #expect(events.first == .catalogAccepted(serial: 1, signers: report?.signers ?? []))
+        #expect(events.last == .installed(product: "com.example.levels", version: "1.1", method: .full))
+        #expect(events.contains(.verifying(product: "com.example.levels", file: "levels-1.1.zip")))
         #expect(server.requests("good").filter { $0.path == "levels-1.1.zip" }.map(\.range) == ["bytes=100-"])
     }
 }

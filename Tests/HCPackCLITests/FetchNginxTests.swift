@@ -141,58 +141,6 @@ enum FetchKept {
         #expect(!FileManager.default.fileExists(atPath: check + "/.hcpack/receipts"))
     }
 
-    @Test("the library: events as an async sequence; cancelling keeps the partial file, and the next run resumes it")
-    func library() async throws {
-        let corpus = FetchCorpus()
-        corpus.build("levels-1.0.zip", version: "1.0", files: FetchCorpus.v1, big: 2 << 20)
-        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder, rateLimit: "2m"))
-        corpus.publish(["levels-1.0.zip"], baseURL: nginx.base, serial: 1)
-        let dest = corpus.destination("app")
-        var options = FetchOptions(
-            catalog: nginx.base + "/catalog.json", trustedKeys: try VerifierKey.load(corpus.pub, relativeTo: "."), destination: dest)
-        options.products = ["com.example.levels"]
-        let size = corpus.size("levels-1.0.zip")
-
-        // Cancel the consuming task once some bytes are on disk: the stream's termination cancels the fetch.
-        let (started, signal) = AsyncStream<Int64>.makeStream()
-        let consumer = Task {
-            for try await update in Fetcher.events(options) {
-                if case .event(.downloading(_, _, let bytes, _)) = update, bytes > 0 { signal.yield(bytes) }
-            }
-        }
-        var partial: Int64 = 0
-        for await bytes in started {
-            partial = bytes
-            break
-        }
-        consumer.cancel()
-        _ = await consumer.result
-        #expect(partial > 0 && partial < size)
-        var kept: Int64 = 0
-        for _ in 0..<100 {
-            // The worker thread notices the cancellation at its next callback, then releases DIR.
-            kept = corpus.partials(dest).values.first ?? 0
-            if FetchKept.released(dest) { break }
-            try await Task.sleep(nanoseconds: 50_000_000)
-        }
-        #expect(kept >= partial && kept < size)
-        #expect(corpus.snapshot(dest).keys.allSatisfy { $0.hasPrefix(".hcpack") })
-
-        var events: [FetchEvent] = []
-        var report: FetchReport?
-        for try await update in Fetcher.events(options) {
-            switch update {
-            case .event(let event): events.append(event)
-            case .finished(let value): report = value
-            }
-        }
-        let done = try #require(report?.products.first)
-        #expect(done.status == .installed && done.resumedBytes > 0 && done.resumedBytes + done.downloadedBytes == size)
-        #expect(events.first == .catalogAccepted(serial: 1, signers: report?.signers ?? []))
-        #expect(events.last == .installed(product: "com.example.levels", version: "1.0", method: .full))
-        #expect(events.contains(.verifying(product: "com.example.levels", file: "levels-1.0.zip")))
-    }
-
     @Test("TLS with a CA made by openssl: --cacert trusts it; without it, or redirected to http or file://, nothing is installed")
     func tls() throws {
         let corpus = FetchCorpus()
