@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // The platform layer: every system call the domain needs, and the Linux/macOS differences.
         .target(name: "FileSystemIO"),
@@ -30,9 +31,10 @@ let package = Package(
         .target(name: "ArchiveIO", dependencies: ["CArchive", "FileSystemIO"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "HTTPTransport", dependencies: ["CCurl"]),
 
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
-        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest"]),
+        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest", "HTTPTransport"]),
 
         // The commit hcpack is built from (buildCommit above), for `hcpack --version`.
         .target(name: "CBuildInfo", cSettings: [.define("HCPACK_COMMIT", to: "\"\(buildCommit)\"")]),

@@ -12,6 +12,9 @@ struct CatalogCommand: Command {
             OptionSpec("output", short: "o", value: "FILE", required: true, help: "Where to write the catalog; the note goes to FILE.hcsig."),
             OptionSpec("serial", value: "N", required: true, help: "The catalog's serial, higher than any published before."),
             SigningOptions.expires,
+            OptionSpec(
+                "policy", value: "ID=POLICY", repeatable: true,
+                help: "When apps install product ID: essential, prefetch or onDemand (the default); repeatable."),
             OptionSpec("sign-key", value: "KEY", help: "Sign the catalog (FILE.hcsig) with this key: a file (mode 0600) or env:VAR."),
             SigningOptions.keyName,
             OptionSpec("json", help: "Print one JSON object on stdout."),
@@ -43,9 +46,18 @@ struct CatalogCommand: Command {
             throw UsageError("missing --serial N (higher than the last catalog's)", command: name)
         }
         guard serial >= 0 else { throw UsageError("--serial must not be negative", command: name) }
-        options = CatalogOptions(
+        var options = CatalogOptions(
             archives: archives, baseURL: baseURL, output: context.absolutePath(output), serial: serial,
             expires: try SigningOptions.expiry(arguments, command: name))
+        for value in arguments.values("policy") {
+            let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let policy = DownloadPolicy(rawValue: parts[1]), options.policies[parts[0]] == nil else {
+                throw UsageError(
+                    "--policy '\(value)' is not ID=essential, ID=prefetch or ID=onDemand, once per product", command: name)
+            }
+            options.policies[parts[0]] = policy
+        }
+        self.options = options
         keySource = arguments.value("sign-key")
         keyName = arguments.value("key-name")
         if keySource == nil && keyName != nil { throw UsageError("--key-name needs --sign-key KEY", command: name) }

@@ -44,7 +44,7 @@ public enum HCPack {
     static var commands: [any Command.Type] {
         [
             InitCommand.self, BuildCommand.self, DeltaCommand.self, VerifyCommand.self, InstallCommand.self, InspectCommand.self, DiffCommand.self,
-            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, SignFileCommand.self, VerifyFileCommand.self, CatalogCommand.self, VerifyCatalogCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
+            KeygenCommand.self, PubkeyCommand.self, SignCommand.self, SignFileCommand.self, VerifyFileCommand.self, CatalogCommand.self, VerifyCatalogCommand.self, FetchCommand.self, TransporterCommand.self, RulesCommand.self, CompletionsCommand.self, ManCommand.self,
         ]
     }
 

@@ -41,6 +41,21 @@ struct CatalogBench {
 
 @Suite("hcpack catalog and verify-catalog")
 struct CatalogCommandTests {
+    @Test("--policy records a download policy per product; a bad or unknown one is refused")
+    func policy() throws {
+        let bench = CatalogBench()
+        let made = bench.make(["--policy", "com.example.art=essential", "--policy", "com.example.levels=prefetch"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let bytes = try #require(bench.corpus.folder.read("catalog.json"))
+        let catalog = try Catalog.decode(bytes)
+        #expect(catalog.packages.map(\.policy) == [.essential, .prefetch])
+        #expect(catalog.encoded() == bytes)
+        #expect(bench.make(["--policy", "com.example.art=sometimes"]).status == 2)
+        #expect(bench.make(["--policy", "com.example.art=essential", "--policy", "com.example.art=prefetch"]).status == 2)
+        let unknown = bench.make(["--policy", "com.example.nope=essential"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("com.example.nope"), "\(unknown.stderr)")
+    }
+
     @Test("A catalog lists each product's newest archive with its deltas, deterministically, and verifies")
     func roundTrip() throws {
         let bench = CatalogBench()
@@ -54,10 +69,15 @@ struct CatalogCommandTests {
         #expect(levels.signatureURL == "https://cdn.example.com/r/l-1.1.zip.hcsig" && catalog.packages[0].signatureURL == nil)
         #expect(levels.size == Int64(bench.corpus.folder.read("l-1.1.zip")?.count ?? -1))
         #expect(levels.sha256 == sha256Hex(bench.corpus.folder.read("l-1.1.zip") ?? []))
+        // The base plist's SHA-256 is the one the delta itself names (what a receipt of 1.0 records).
+        let deltaReport = jsonObject(hcpack(["verify", bench.delta, "--json"]).stdout)?["delta"] as? [String: Any]
+        let basePlist = try #require(deltaReport?["basePlistSHA256"] as? String)
         #expect(levels.deltas == [
             CatalogDelta(baseVersion: "1.0", url: "https://cdn.example.com/r/l-1.0-1.1.zip",
-                size: Int64(bench.corpus.folder.read("l-1.0-1.1.zip")?.count ?? -1), sha256: sha256Hex(bench.corpus.folder.read("l-1.0-1.1.zip") ?? []))
+                size: Int64(bench.corpus.folder.read("l-1.0-1.1.zip")?.count ?? -1), sha256: sha256Hex(bench.corpus.folder.read("l-1.0-1.1.zip") ?? []),
+                basePlistSHA256: basePlist)
         ])
+        #expect(catalog.packages.allSatisfy { $0.policy == .onDemand } && !String(decoding: bytes, as: UTF8.self).contains("policy"))
         #expect(catalog.encoded() == bytes)
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text.hasPrefix("{\n  \"format\" : \"hcpack-catalog-1\",\n  \"serial\" : 7,\n  \"expires\" : \"2099-01-01T00:00:00Z\""))

@@ -43,4 +43,20 @@ struct LibraryExampleTests {
         #expect(run(example, ["verify", folder.url("absent")]).status == 3)
         #expect(run(example, []).status == 2)
     }
+
+    @Test("The example fetches from a signed catalog on nginx through Fetcher.events")
+    func fetches() throws {
+        let example = try #require(Self.binary(), "hcpack-library-example is not built next to the tests")
+        let corpus = FetchCorpus()
+        corpus.build("levels-1.0.zip", version: "1.0", files: FetchCorpus.v1)
+        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.0.zip"], baseURL: nginx.base, serial: 1)
+        let dest = corpus.destination("app")
+        let result = run(example, ["fetch", nginx.base + "/catalog.json", corpus.pub, dest, "com.example.levels"])
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("installed com.example.levels 1.0: \(corpus.size("levels-1.0.zip")) bytes downloaded"))
+        #expect(corpus.folder.read("app/levels/1.json") == Array("{\"level\": 1}\n".utf8))
+        let unknown = run(example, ["fetch", nginx.base + "/catalog.json", corpus.pub, dest, "com.example.nope"])
+        #expect(unknown.status == 2, "\(unknown.output)")
+    }
 }

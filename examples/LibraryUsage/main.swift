@@ -3,6 +3,7 @@
 //     swift run hcpack-library-example build SOURCE OUTPUT    build a package archive, with progress
 //     swift run hcpack-library-example verify PATH [OLD]      verify, list files, and diff against OLD
 //     swift run hcpack-library-example install ARCHIVE DEST   install the listed files into DEST, with progress
+//     swift run hcpack-library-example fetch CATALOG PUB DEST PRODUCT   fetch from a signed catalog, event by event
 //
 // Exit status follows the hcpack command line: 0 success, 1 invalid package, 2 usage, 3 unreadable input.
 import Foundation
@@ -86,8 +87,44 @@ func install(_ archive: String, into destination: String) throws(HCPackError) ->
     }
 }
 
+/// Fetches PRODUCT from a signed catalog into DEST: the events arrive as an async sequence, the report last.
+/// Cancelling the task that iterates stops the transfer and keeps the partial file; the next run resumes it.
+func fetch(catalog: String, trusted: String, into destination: String, product: String) async -> Int32 {
+    do {
+        var options = FetchOptions(
+            catalog: catalog, trustedKeys: try VerifierKey.load(trusted, relativeTo: "."), destination: destination)
+        options.products = [product]
+        for try await update in Fetcher.events(options) {
+            switch update {
+            case .event(.downloading(let name, _, let bytes, let total)):
+                FileHandle.standardError.write(Data("\(name): \(bytes)/\(total) bytes\n".utf8))
+            case .event(.failed(let name, let reason, let resumable)):
+                print("failed \(name): \(reason)\(resumable ? " (a rerun resumes)" : "")")
+            case .event(let event):
+                FileHandle.standardError.write(Data("\(event)\n".utf8))
+            case .finished(let report):
+                for item in report.products where item.status != .failed {
+                    print("\(item.status.rawValue) \(item.productIdentifier) \(item.toVersion): \(item.downloadedBytes) bytes downloaded")
+                }
+                return report.hasRefusals ? 1 : report.hasFailures ? 3 : 0
+            }
+        }
+        return 3
+    } catch let error as HCPackError {
+        print("error: \(error.message)")
+        return error.code == .invalidRequest ? 2 : error.code == .invalidPackage ? 1 : 3
+    } catch {
+        print("error: \(error)")
+        return 3
+    }
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
-let usage = "usage: hcpack-library-example build SOURCE OUTPUT | verify PATH [OLD] | install ARCHIVE DEST"
+let usage = "usage: hcpack-library-example build SOURCE OUTPUT | verify PATH [OLD] | install ARCHIVE DEST | fetch CATALOG PUB DEST PRODUCT"
+if arguments.first == "fetch" {
+    guard arguments.count == 5 else { fail(usage, 2) }
+    exit(await fetch(catalog: arguments[1], trusted: arguments[2], into: arguments[3], product: arguments[4]))
+}
 do {
     switch (arguments.first, arguments.count) {
     case ("build", 3): exit(try build(source: arguments[1], output: arguments[2]))

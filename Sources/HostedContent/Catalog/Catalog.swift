@@ -10,13 +10,19 @@ public struct CatalogDelta: Sendable, Equatable {
     public var sha256: String
     /// Where the delta's signed note is, when it has one.
     public var signatureURL: String?
+    /// SHA-256 of the base version's ContentInfo.plist, which the receipt must record for the delta to apply
+    /// (fetch chooses a delta before downloading it); absent in catalogs written before it was added.
+    public var basePlistSHA256: String?
 
-    public init(baseVersion: String, url: String, size: Int64, sha256: String, signatureURL: String? = nil) {
+    public init(
+        baseVersion: String, url: String, size: Int64, sha256: String, signatureURL: String? = nil, basePlistSHA256: String? = nil
+    ) {
         self.baseVersion = baseVersion
         self.url = url
         self.size = size
         self.sha256 = sha256
         self.signatureURL = signatureURL
+        self.basePlistSHA256 = basePlistSHA256
     }
 }
 
@@ -34,11 +40,14 @@ public struct CatalogPackage: Sendable, Equatable {
     public var signatureURL: String?
     /// Sorted by base version.
     public var deltas: [CatalogDelta]
+    /// When an app installs the product (`hcpack fetch`); written only when not `onDemand`.
+    public var policy: DownloadPolicy
 
     public init(
         productIdentifier: String, version: String, url: String, size: Int64, sha256: String, plistSHA256: String,
-        signatureURL: String?, deltas: [CatalogDelta]
+        signatureURL: String?, deltas: [CatalogDelta], policy: DownloadPolicy = .onDemand
     ) {
+        self.policy = policy
         self.productIdentifier = productIdentifier
         self.version = version
         self.url = url
@@ -118,9 +127,18 @@ public struct Catalog: Sendable, Equatable {
                     add(",\n          \"signatureURL\" : ")
                     string(signatureURL)
                 }
+                if let base = delta.basePlistSHA256 {
+                    add(",\n          \"basePlistSHA256\" : ")
+                    string(base)
+                }
                 add("\n        }")
             }
-            add(package.deltas.isEmpty ? "]\n    }" : "\n      ]\n    }")
+            add(package.deltas.isEmpty ? "]" : "\n      ]")
+            if package.policy != .onDemand {
+                add(",\n      \"policy\" : ")
+                string(package.policy.rawValue)
+            }
+            add("\n    }")
         }
         add(packages.isEmpty ? "]\n}\n" : "\n  ]\n}\n")
         return out
@@ -165,14 +183,15 @@ public struct Catalog: Sendable, Equatable {
                 deltas.append(
                     CatalogDelta(
                         baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
-                        sha256: try delta.digest("sha256"), signatureURL: try delta.optionalString("signatureURL")))
+                        sha256: try delta.digest("sha256"), signatureURL: try delta.optionalString("signatureURL"),
+                        basePlistSHA256: try delta.optionalDigest("basePlistSHA256")))
                 try delta.finish()
             }
             packages.append(
                 CatalogPackage(
                     productIdentifier: product, version: version, url: try entry.string("url"), size: try entry.integer("size"),
                     sha256: try entry.digest("sha256"), plistSHA256: try entry.digest("plistSHA256"),
-                    signatureURL: try entry.optionalString("signatureURL"), deltas: deltas))
+                    signatureURL: try entry.optionalString("signatureURL"), deltas: deltas, policy: try entry.policy()))
             try entry.finish()
         }
         try fields.finish()
@@ -220,6 +239,19 @@ public struct Catalog: Sendable, Equatable {
                 throw CatalogFormatError(message: "\(location): \(name) is not 64 lower-case hex digits")
             }
             return text
+        }
+
+        mutating func optionalDigest(_ name: String) throws(CatalogFormatError) -> String? {
+            guard remaining[name] != nil else { return nil }
+            return try digest(name)
+        }
+
+        mutating func policy() throws(CatalogFormatError) -> DownloadPolicy {
+            guard let text = try optionalString("policy") else { return .onDemand }
+            guard let policy = DownloadPolicy(rawValue: text) else {
+                throw CatalogFormatError(message: "\(location): policy '\(text)' is not essential, prefetch or onDemand")
+            }
+            return policy
         }
 
         mutating func integer(_ name: String) throws(CatalogFormatError) -> Int64 {

@@ -15,6 +15,8 @@ public struct CatalogOptions: Sendable {
     public var expires: Date?
     /// The rules' settings for checking each archive.
     public var verify: VerifyOptions
+    /// Download policies by product (`--policy ID=essential`); products not named are `onDemand`.
+    public var policies: [String: DownloadPolicy] = [:]
 
     public init(
         archives: [String], baseURL: String, output: String, serial: Int64, expires: Date? = nil, verify: VerifyOptions = VerifyOptions()
@@ -68,6 +70,9 @@ public enum CatalogBuilder {
         guard !base.isEmpty, !base.contains(where: { $0.isWhitespace }) else {
             throw HCPackError(.invalidRequest, "--base-url '\(options.baseURL)' is not a URL (https://cdn.example.com/levels)")
         }
+        if let unknown = options.policies.keys.sorted().first(where: { !ContentInfo.isValidProductIdentifier($0) }) {
+            throw HCPackError(.invalidRequest, "--policy names '\(unknown)', which is not a product identifier")
+        }
         var candidates: [Candidate] = []
         for path in options.archives { candidates.append(try candidate(path, options: options.verify)) }
 
@@ -101,14 +106,19 @@ public enum CatalogBuilder {
                 deltas.append(
                     CatalogDelta(
                         baseVersion: delta.baseVersion, url: base + "/" + candidate.name, size: candidate.size, sha256: candidate.sha256,
-                        signatureURL: candidate.hasSignature ? base + "/" + candidate.name + ".hcsig" : nil))
+                        signatureURL: candidate.hasSignature ? base + "/" + candidate.name + ".hcsig" : nil,
+                        basePlistSHA256: delta.basePlistSHA256))
             }
             deltas.sort { (ContentVersion($0.baseVersion)?.components ?? []).lexicographicallyPrecedes(ContentVersion($1.baseVersion)?.components ?? []) }
             packages.append(
                 CatalogPackage(
                     productIdentifier: product, version: newest.version.text, url: base + "/" + newest.name, size: newest.size,
                     sha256: newest.sha256, plistSHA256: newest.plistSHA256,
-                    signatureURL: newest.hasSignature ? base + "/" + newest.name + ".hcsig" : nil, deltas: deltas))
+                    signatureURL: newest.hasSignature ? base + "/" + newest.name + ".hcsig" : nil, deltas: deltas,
+                    policy: options.policies[product] ?? .onDemand))
+        }
+        if let missing = Set(options.policies.keys).subtracting(packages.map(\.productIdentifier)).sorted().first {
+            throw HCPackError(.invalidRequest, "--policy names '\(missing)', but no archive given is of that product")
         }
         let catalog = Catalog(serial: options.serial, expires: options.expires, packages: packages)
         let bytes = catalog.encoded()
