@@ -70,12 +70,11 @@ final class FetchStore {
 
     // MARK: receipts
 
-    /// The receipt of `product` in DIR, when it has a readable one.
+    /// The receipt of `product` in DIR, read as install reads it (untrusted: limits, path rules).
+    /// - Throws: install's error for an unusable receipt, saying how to recover.
     func receipt(_ product: String) throws(HCPackError) -> InstallReceipt? {
-        guard let receipts = try destination.openDirectories([Substring(Installer.metadataFolder), Substring(Installer.receiptsFolder)]),
-            let bytes = try receipts.readFile(Installer.receiptName(product), limit: Installer.recordLimit)
-        else { return nil }
-        return InstallReceipt.decode(bytes)
+        let receipts = try destination.openDirectories([Substring(Installer.metadataFolder), Substring(Installer.receiptsFolder)])
+        return try InstallRecords.receipt(product, in: receipts, limits: ReadLimits())
     }
 
     /// Products the folder at `path` has receipts for; read before anything is written to it.
