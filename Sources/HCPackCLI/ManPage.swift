@@ -91,7 +91,7 @@ enum ManPage {
 
     /// The documents in docs/, all named under SEE ALSO (a test compares the list with the folder).
     static let docs = [
-        "format.md", "rules.md", "json.md", "install.md", "signing.md", "self-hosting.md", "inspect-and-diff.md",
+        "format.md", "rules.md", "json.md", "install.md", "signing.md", "self-hosting.md", "fetch.md", "inspect-and-diff.md",
         "budgets.md", "transporter.md", "library.md", "SECURITY.md", "fuzzing.md",
     ]
 

@@ -67,7 +67,7 @@ enum FetchKept {
         #expect(rerunRequests == ["/catalog.json.hcsig", "/catalog.json"])
     }
 
-    @Test("a refused delta falls back to the full archive in the same run; an edited file needs --repair")
+    @Test("a refused delta falls back to the full archive in the same run, replacing edited files it installed; a file it did not install needs --repair")
     func fallback() throws {
         let corpus = FetchCorpus()
         corpus.standard()
@@ -87,20 +87,31 @@ enum FetchKept {
         let archives = nginx.requests().map(\.uri).filter { $0.hasSuffix(".zip") }
         #expect(archives == ["/levels-1.0-1.1.zip", "/levels-1.1.zip"])
 
-        // An edited file: the full archive will not overwrite it without --repair; DIR stays as it was.
+        // An edited file this product installed: the delta is refused, and the full archive replaces it, saying so.
         let edited = corpus.destination("edited")
         #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", edited, "-q"]).status == 0)
         corpus.folder.write("edited/levels/2.json", "mine\n")
-        let before = corpus.snapshot(edited)
-        let refused = fetch([url, "--trusted-key", corpus.pub, "--dest", edited])
-        #expect(refused.status == 1)
-        #expect(refused.stderr.contains("levels/2.json") && refused.stderr.contains("--repair"), "\(refused.stderr)")
-        #expect(corpus.snapshot(edited) == before)
-        let repaired = fetch([url, "--trusted-key", corpus.pub, "--dest", edited, "--repair"])
-        #expect(repaired.status == 0, "\(repaired.stderr)")
+        let replaced = fetch([url, "--trusted-key", corpus.pub, "--dest", edited])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(replaced.stdout.contains("replacing files changed in DIR"), "\(replaced.stdout)")
         #expect(corpus.snapshot(edited) == expected)
-        // The full archive was downloaded once: the refused run's verified copy was kept and reused.
-        #expect(nginx.requests().filter { $0.uri == "/levels-1.1.zip" }.count == 2)
+
+        // A file hcpack did not install in the way (levels/3.json is new in 1.1): refused, DIR as it was, until
+        // --repair, which replaces it.
+        let foreign = corpus.destination("foreign")
+        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", foreign, "-q"]).status == 0)
+        corpus.folder.write("foreign/levels/2.json", "mine\n")
+        corpus.folder.write("foreign/levels/3.json", "the user's\n")
+        let before = corpus.snapshot(foreign)
+        let refused = fetch([url, "--trusted-key", corpus.pub, "--dest", foreign])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("levels/3.json") && refused.stderr.contains("--repair"), "\(refused.stderr)")
+        #expect(corpus.snapshot(foreign) == before)
+        let repaired = fetch([url, "--trusted-key", corpus.pub, "--dest", foreign, "--repair"])
+        #expect(repaired.status == 0, "\(repaired.stderr)")
+        #expect(corpus.snapshot(foreign) == expected)
+        // The full archive was downloaded once per folder: the refused run's verified copy was kept and reused.
+        #expect(nginx.requests().filter { $0.uri == "/levels-1.1.zip" }.count == 3)
     }
 
     @Test("several products with --jobs: essential first, prefetch with it, onDemand only when asked; --check verifies them all")

@@ -121,6 +121,7 @@ final class ProductRun: Sendable {
                 return
             }
         }
+        var fellBack = false
         if !repairing, let receipt, let plist = receipt.plistSHA256, let base = ContentVersion(receipt.version),
             let delta = package.deltas.first(where: { ContentVersion($0.baseVersion) == base && ($0.basePlistSHA256 ?? plist) == plist })
         {
@@ -131,12 +132,18 @@ final class ProductRun: Sendable {
             } catch let refusal as ProductFailure where refusal.refused {
                 // The delta is the catalog's, but DIR is not its base any more (a file changed or went missing).
                 try? store.removeDownload(delta.sha256)
-                report.message = "the delta from \(delta.baseVersion) was refused (\(refusal.message)); installed the full archive instead"
+                report.message =
+                    "the delta from \(delta.baseVersion) was refused (\(refusal.message)); installed the full archive instead, replacing files changed in DIR"
+                fellBack = true
                 emit(.fallingBack(product: product, reason: refusal.message))
             }
         }
         let path = try download(product, url: package.url, size: package.size, sha256: package.sha256, downloader: downloader, report: &report)
-        try place(path, sha256: package.sha256, package: package, method: .full, force: repairing, report: &report)
+        // After a refused delta, files this product installed that changed in DIR are replaced (said in the report);
+        // files hcpack did not install stay refused.
+        try place(
+            path, sha256: package.sha256, package: package, method: .full, force: repairing, replaceChanged: fellBack,
+            report: &report)
         if repairing { report.message = "repaired: files missing or changed since the install were restored" }
     }
 
@@ -188,7 +195,8 @@ final class ProductRun: Sendable {
 
     /// Installs a verified download through the installer's public entry point.
     private func place(
-        _ path: String, sha256: String, package: CatalogPackage, method: FetchMethod, force: Bool, report: inout FetchProductReport
+        _ path: String, sha256: String, package: CatalogPackage, method: FetchMethod, force: Bool, replaceChanged: Bool = false,
+        report: inout FetchProductReport
     ) throws {
         let product = package.productIdentifier
         emit(.installing(product: product, version: package.version, method: method))
@@ -196,6 +204,7 @@ final class ProductRun: Sendable {
             destination: options.destination, expectedProductIdentifier: product, expectedVersion: package.version, force: force,
             wait: true, verify: options.verify)
         install.installAll = false
+        install.replaceChangedInstalledFiles = replaceChanged
         let attempt: Result<InstallOutcome, HCPackError> = installing.withLock { _ in
             do throws(HCPackError) {
                 return .success(try Installer.install(path, options: install))

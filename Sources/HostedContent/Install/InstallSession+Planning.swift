@@ -112,7 +112,7 @@ extension InstallSession {
                 if try matches(file.path, size: size, [file.record]) != nil {
                     plan.skip.append(file.path)
                 } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]] + aliasRecords(file.path, &aliases))
-                    != nil || options.force
+                    != nil || options.force || (options.replaceChangedInstalledFiles && owned[file.path] != nil)
                 {
                     plan.place.append(file)
                 } else {

@@ -15,6 +15,9 @@ public struct InstallOptions: Sendable {
     public var expectedVersion: String?
     /// Allow a downgrade, and overwrite files at target paths that hcpack did not install.
     public var force: Bool
+    /// Replace files this product's receipt records that changed since they were installed (fetch, falling back
+    /// from a refused delta); files hcpack did not install are still refused. `force` implies it.
+    public var replaceChangedInstalledFiles = false
     /// Wait for another install into the same destination instead of failing at once.
     public var wait: Bool
     /// Rules and read limits (`verify.limits.archive` bounds entries, bytes and compression ratio).
