@@ -8,7 +8,7 @@ BUILD_FLAGS ?= -c release --static-swift-stdlib
 # the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
 # (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
 # golang.org/x/mod/sumdb/note for the signing interop tests.
-DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
+DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev libzstd-dev xdelta3 bsdiff zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
   openssl golang-go golang-golang-x-mod-dev
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 

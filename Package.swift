@@ -12,6 +12,7 @@ let package = Package(
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // The platform layer: every system call the domain needs, and the Linux/macOS differences.
         .target(name: "FileSystemIO"),
@@ -20,9 +21,10 @@ let package = Package(
         .target(name: "ArchiveIO", dependencies: ["CArchive", "FileSystemIO"]),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
+        .target(name: "PatchCodec", dependencies: ["CZstd", "FileSystemIO"]),
 
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
-        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest"]),
+        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest", "PatchCodec"]),
 
         // Command line: parsing, rendering, exit codes.
         .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList"]),
@@ -35,6 +37,7 @@ let package = Package(
         .testTarget(name: "ArchiveIOTests", dependencies: ["ArchiveIO"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
+        .testTarget(name: "PatchCodecTests", dependencies: ["PatchCodec", "FileSystemIO"]),
         .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest", "TestSupport"]),
         .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack", "hcpack-library-example"]),
     ],
