@@ -8,6 +8,9 @@ public struct CatalogDelta: Sendable, Equatable {
     public var size: Int64
     /// Lower-case hex SHA-256 of the delta archive.
     public var sha256: String
+    /// The delta carries binary patches (HCPackPatches): a client that cannot apply them takes another delta
+    /// or the full archive. Written as `"patches" : true`, and only then.
+    public var patches = false
 
     public init(baseVersion: String, url: String, size: Int64, sha256: String) {
         self.baseVersion = baseVersion
@@ -111,6 +114,7 @@ public struct Catalog: Sendable, Equatable {
                 string(delta.url)
                 add(",\n          \"size\" : \(delta.size),\n          \"sha256\" : ")
                 string(delta.sha256)
+                if delta.patches { add(",\n          \"patches\" : true") }
                 add("\n        }")
             }
             add(package.deltas.isEmpty ? "]\n    }" : "\n      ]\n    }")
@@ -154,10 +158,17 @@ public struct Catalog: Sendable, Equatable {
                     throw CatalogFormatError(message: "packages[\(index)].deltas[\(deltaIndex)] is not an object")
                 }
                 var delta = Fields(deltaDictionary, at: "packages[\(index)].deltas[\(deltaIndex)]")
-                deltas.append(
-                    CatalogDelta(
-                        baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
-                        sha256: try delta.digest("sha256")))
+                var parsed = CatalogDelta(
+                    baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
+                    sha256: try delta.digest("sha256"))
+                // Issue 32: optional, true only (a delta with binary patches).
+                if let patches = delta.take("patches") {
+                    guard let flag = patches as? Bool, flag else {
+                        throw CatalogFormatError(message: "packages[\(index)].deltas[\(deltaIndex)].patches must be true when present")
+                    }
+                    parsed.patches = true
+                }
+                deltas.append(parsed)
                 try delta.finish()
             }
             packages.append(
