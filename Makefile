@@ -59,6 +59,7 @@ bench: build
 	@if [ "$(BENCH_TMPFS)" != "1" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=0 python3 bench/run.py; fi
 	@if [ "$(BENCH_TMPFS)" != "0" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=1 python3 bench/run.py; fi
 	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
+	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/patches.py
 
 # Only the pathological inputs of issue 18 (a few seconds; bench/README.md).
 bench-pathological: build
