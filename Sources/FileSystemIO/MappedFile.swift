@@ -72,12 +72,6 @@ public final class MappedFile {
         let length = min(offset, count) / page * page
         if length > 0 { _ = madvise(base, length, Int32(MADV_DONTNEED)) }
     }
-
-    /// Writes the mapping's changed pages to the file and waits (`msync(MS_SYNC)`).
-    public func synchronize() throws(HCPackError) {
-        guard let base else { return }
-        if msync(base, count, MS_SYNC) != 0 { throw HCPackError.system("msync", path: path, errno: errno) }
-    }
 }
 
 extension DirectoryHandle {

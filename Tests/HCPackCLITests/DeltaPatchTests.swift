@@ -238,7 +238,7 @@ struct DeltaPatchFaultTests {
         copyTree(template, to: traced)
         let counts = syscallCounts([binary, "install", corpus.delta, "--dest", traced], syscalls: syscalls, log: corpus.folder.url("trace.log"))
         #expect(regularFiles(traced) == newFiles)
-        #expect((counts["fallocate"] ?? 0) >= 2 && (counts["msync"] ?? 0) >= 2, "\(counts)")
+        #expect((counts["fallocate"] ?? 0) >= 2 && (counts["syncfs"] ?? 0) >= 2, "\(counts)")
 
         var faults: [String] = []
         // The first calls (the patched files' reservations and syncs come first) and the last (the receipt's).

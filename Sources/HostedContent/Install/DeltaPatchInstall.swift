@@ -77,6 +77,9 @@ extension InstallSession {
                 path: destinationPath)
         }
         for item in toMake { try apply(item, package: package, staging: staging, archive: archive) }
+        // The made files are durable before the journal says they may be placed: one syncfs for all of them
+        // (40 fsyncs made installing 40 patched JSON files 1.5 times slower than the full archive).
+        if !toMake.isEmpty && FileSystemSync.isAvailable { try FileSystemSync.synchronize(staging.directory) }
     }
 
     /// Makes one patched file in the staging folder, where placing looks for it (`stagedPath`).
@@ -123,11 +126,11 @@ extension InstallSession {
             } catch {
                 throw refusal("does not apply: \(error.message)")
             }
-            try output.synchronize()
         }
         guard hasher.finalize().matchesHex(item.file.sha256) else {
             throw refusal("makes a file whose SHA-256 is not the recorded \(item.file.sha256)")
         }
-        try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf))
+        // Unmapped: its pages are in the page cache; without syncfs, each file is made durable here.
+        if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf)) }
     }
 }
