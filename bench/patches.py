@@ -5,7 +5,7 @@ script builds itself (bench/README.md, "Binary deltas"):
 - asset: a 256 MiB packed asset file (incompressible, like packed textures), then 1% of its 4 KiB blocks
   rewritten and 1 MiB inserted in the middle;
 - sqlite: a ~20 MiB SQLite database made with Python's sqlite3, then 2% of its rows updated;
-- json: 200 JSON files of ~25 KiB, then small edits in 40 of them;
+- json: 200 JSON files of ~15 KiB, then small edits in 40 of them;
 - media: 8 "re-encoded" media files of 2 MiB (new random bytes: nothing to gain).
 
 For each case, in the same run: the delta's size against the full archive of the new version and against

@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -72,6 +75,37 @@ public final class MappedFile {
         let length = min(offset, count) / page * page
         if length > 0 { _ = madvise(base, length, Int32(MADV_DONTNEED)) }
     }
+
+    /// Runs `body` while a thread of its own drops this read-only mapping's pages every 20 ms, for a C call
+    /// that reads all of a large mapping at once (zstd loading a prefix): the pages it needs come back from
+    /// the page cache as it reads them, and the process keeps a bounded part of the file resident.
+    public func releasingWhile<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        guard let base, count > 0 else { return try body() }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let address = UInt(bitPattern: base)
+        let length = count / page * page
+        let stop = StopFlag()
+        let finished = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            while !stop.isSet {
+                _ = madvise(UnsafeMutableRawPointer(bitPattern: address), length, Int32(MADV_DONTNEED))
+                usleep(20_000)
+            }
+            finished.signal()
+        }
+        defer {
+            stop.set()
+            finished.wait()
+        }
+        return try body()
+    }
+}
+
+/// A flag one thread sets and another polls.
+private final class StopFlag: Sendable {
+    private let value = Mutex(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
 
 extension DirectoryHandle {

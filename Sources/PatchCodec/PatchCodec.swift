@@ -79,6 +79,7 @@ public enum PatchCodec {
         var released = 0
         // The input grows a slice at a time (allowed with a stable input buffer), so the pages behind can go.
         let slice = 16 << 20
+        try base.releasingWhile { () throws(PatchError) in
         while true {
             input.size = min(target.count, input.size + slice)
             let last = input.size == target.count
@@ -87,7 +88,7 @@ public enum PatchCodec {
                 let remaining = ZSTD_compressStream2(context, &out, &input, last ? ZSTD_e_end : ZSTD_e_continue)
                 try check(remaining, "compress")
                 if out.pos > 0 {
-                    do {
+                    do throws(HCPackError) {
                         try Descriptor.writeAll(output, UnsafeRawBufferPointer(start: buffer, count: out.pos), path: outputPath)
                     } catch {
                         throw PatchError(.io, error.message)
@@ -96,12 +97,12 @@ public enum PatchCodec {
                 }
                 if last ? remaining == 0 : input.pos == input.size { break }
             }
-            if input.pos - released >= 4 * slice {
+            if input.pos - released >= slice {
                 target.release(below: input.pos)
-                base.release(below: base.count)
                 released = input.pos
             }
             if last { break }
+        }
         }
         return written
     }
@@ -138,7 +139,9 @@ public enum PatchCodec {
 
         var out = ZSTD_outBuffer(dst: output.mutableBytes.baseAddress, size: output.count, pos: 0)
         var input = ZSTD_inBuffer(src: start, size: 0, pos: 0)
-        let slice = 1 << 20
+        // Small slices of input: a few bytes of patch can make megabytes (a block of matches is 128 KiB from a
+        // dozen bytes), and pages are dropped between calls only.
+        let slice = 1 << 10
         var released = 0
         var reported = 0
         while true {
@@ -162,7 +165,7 @@ public enum PatchCodec {
                 reported = out.pos
             }
             if remaining == 0 { break }
-            if out.pos - released >= 16 << 20 {
+            if out.pos - released >= 8 << 20 {
                 output.release(below: out.pos)
                 base.release(below: base.count)
                 patch.release(below: input.pos)
