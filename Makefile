@@ -9,9 +9,10 @@ BUILD_FLAGS ?= -c release --static-swift-stdlib --disable-local-rpath
 # the interop tests compare install with: unzip, miniunzip from minizip), and to check the generated man page
 # (groff-base) and completions (zsh, fish); GNU time for make bench; openssl and Go's
 # golang.org/x/mod/sumdb/note for the signing interop tests; a JDK (jar, javac) and 7-Zip (7zz) for the zip
-# producers' corpus (ZipProducersTests); libcurl for fetch, nginx-light for its tests.
+# producers' corpus (ZipProducersTests); libcurl for fetch, nginx-light for its tests;
+# libzstd for binary patches, xdelta3 and bsdiff as the delta bench's peers.
 DEBIAN_PACKAGES := pkg-config libarchive-dev libxml2-dev libssl-dev zip unzip minizip libarchive-tools xz-utils zstd bzip2 strace groff-base zsh fish time \
-  openssl golang-go golang-golang-x-mod-dev default-jdk-headless 7zip libcurl4-openssl-dev nginx-light
+  openssl golang-go golang-golang-x-mod-dev default-jdk-headless 7zip libcurl4-openssl-dev nginx-light libzstd-dev xdelta3 bsdiff
 BIN_DIR = $(shell $(SWIFT) build $(BUILD_FLAGS) --show-bin-path)
 # Release artifacts (make deb, make dist, make package-check, make deb-check): Debian's packaging tools, and
 # debootstrap for the bare-Debian install check.
@@ -76,6 +77,7 @@ bench: build
 	@if [ "$(BENCH_TMPFS)" != "0" ]; then HCPACK="$(BIN_DIR)/hcpack" BENCH_TMPFS=1 python3 bench/run.py; fi
 	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/pathological.py
 	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/fetch.py
+	@HCPACK="$(BIN_DIR)/hcpack" python3 bench/patches.py
 
 # Only the pathological inputs of issue 18 (a few seconds; bench/README.md).
 bench-pathological: build

@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // The platform layer: every system call the domain needs, and the Linux/macOS differences.
         .target(name: "FileSystemIO"),
@@ -32,9 +33,10 @@ let package = Package(
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(name: "Digest", dependencies: ["CCrypto"]),
         .target(name: "HTTPTransport", dependencies: ["CCurl"]),
+        .target(name: "PatchCodec", dependencies: ["CZstd", "FileSystemIO"]),
 
         // The domain: package model, rules, build/verify/install. No argv, no stdout.
-        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest", "HTTPTransport"]),
+        .target(name: "HostedContent", dependencies: ["FileSystemIO", "ArchiveIO", "PropertyList", "Digest", "HTTPTransport", "PatchCodec"]),
 
         // The commit hcpack is built from (buildCommit above), for `hcpack --version`.
         .target(name: "CBuildInfo", cSettings: [.define("HCPACK_COMMIT", to: "\"\(buildCommit)\"")]),
@@ -50,6 +52,7 @@ let package = Package(
         .testTarget(name: "ArchiveIOTests", dependencies: ["ArchiveIO"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
+        .testTarget(name: "PatchCodecTests", dependencies: ["PatchCodec", "FileSystemIO"]),
         .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest", "TestSupport"]),
         .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack", "hcpack-library-example"]),
     ],

@@ -22,7 +22,8 @@ struct DeltaCommand: Command {
         ],
         discussion: """
             PATCH is a package: NEW's ContentInfo.plist with HCPackDeltaBase added (the base version and the SHA-256
-            of OLD's and NEW's plists), and under Contents/ only the files that are new or whose SHA-256 changed.
+            of OLD's and NEW's plists), and under Contents/ only the files that are new or whose SHA-256 changed; a
+            changed file travels as a binary patch against OLD's copy when that is smaller (HCPackPatches).
             'hcpack install PATCH --dest DIR' applies it only where DIR holds OLD, unchanged (docs/self-hosting.md).
             The same inputs always give the same bytes. NEW must record every file (hcpack build does).
             Exit status: 0 written, 1 OLD or NEW invalid, different products or NEW not newer, 2 usage error or
@@ -89,6 +90,7 @@ struct DeltaCommand: Command {
                 ("files", .array(result.carried.map(JSONValue.string))),
                 ("unchanged", .number(Int64(result.unchangedCount))),
                 ("removed", .array(result.removed.map(JSONValue.string))),
+                ("patched", .array(result.patched.map(Self.json))),
                 ("contentBytes", .number(build.contentBytes)),
                 ("archiveBytes", .number(build.outputBytes)),
                 ("sha256", build.sha256.map(JSONValue.string) ?? .null),
@@ -101,10 +103,23 @@ struct DeltaCommand: Command {
                 "delta \(build.output): \(build.productIdentifier) \(result.base.baseVersion) -> \(build.contentVersion), "
                     + "\(ReportRendering.plural(result.carried.count, "file")) carried (\(build.contentBytes) bytes), "
                     + "\(result.unchangedCount) unchanged, \(result.removed.count) removed; \(build.outputBytes) archive bytes\n")
+            for patch in result.patched {
+                context.out("patched \(patch.path): \(patch.patchSize) bytes instead of \(patch.size) (saves \(patch.saved))\n")
+            }
             if let digest = build.sha256 { context.out("sha256 \(digest)\n") }
             if let signed { context.out(SignRequest.text(signed)) }
         }
         return ExitCode.success
+    }
+}
+
+extension DeltaCommand {
+    /// One patched file in JSON: `{path, size, patchSize, saved}`.
+    static func json(_ patch: DeltaPatchSummary) -> JSONValue {
+        .object([
+            ("path", .string(patch.path)), ("size", .number(patch.size)), ("patchSize", .number(patch.patchSize)),
+            ("saved", .number(patch.saved)),
+        ])
     }
 }
 

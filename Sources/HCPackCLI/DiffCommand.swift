@@ -79,12 +79,16 @@ struct DiffCommand: Command {
         case .unknown: verdict = "not comparable: a version is missing or malformed"
         }
         text += "version: \(PackagePath.printable(oldVersion)) -> \(PackagePath.printable(newVersion)) (\(verdict))\n"
+        // A delta's patched files (NEW a delta): what each patch weighs against the whole file.
+        let patched = Dictionary(FilePatch.summaries(of: diff.new.contentInfo).map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
         for change in diff.changes where change.kind != .unchanged {
             let path = PackagePath.printable(change.path)
             switch change.kind {
             case .added: text += "added    \(path) (\(change.newSize ?? 0) bytes)\n"
             case .removed: text += "removed  \(path) (\(change.oldSize ?? 0) bytes)\n"
-            case .changed: text += "changed  \(path) (\(change.oldSize ?? 0) -> \(change.newSize ?? 0) bytes)\n"
+            case .changed:
+                let patch = patched[change.path].map { "; a \($0.patchSize)-byte patch, saves \($0.saved)" } ?? ""
+                text += "changed  \(path) (\(change.oldSize ?? 0) -> \(change.newSize ?? 0) bytes\(patch))\n"
             case .unchanged: break
             }
         }
@@ -94,7 +98,7 @@ struct DiffCommand: Command {
     }
 
     static func side(_ side: DiffSide) -> JSONValue {
-        .object([
+        let object: JSONValue = .object([
             ("path", .string(side.path)),
             ("productIdentifier", side.contentInfo.productIdentifier.map(JSONValue.string) ?? .null),
             ("contentVersion", side.contentInfo.contentVersion.map(JSONValue.string) ?? .null),
@@ -103,6 +107,9 @@ struct DiffCommand: Command {
             ("bytes", .number(side.bytes)),
             ("deltaBaseVersion", side.delta.map { .string($0.baseVersion) } ?? .null),
         ])
+        // A delta's patched files (issue 32), only for a delta.
+        guard side.delta != nil else { return object }
+        return object.appending("patched", .array(FilePatch.summaries(of: side.contentInfo).map(DeltaCommand.json)))
     }
 
     static func json(_ diff: PackageDiff) -> JSONValue {

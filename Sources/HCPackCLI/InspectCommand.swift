@@ -52,7 +52,7 @@ struct InspectCommand: Command {
 
     /// Keys shown in their own fields rather than under "other keys".
     static let ownKeys: Set<String> = [
-        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey, DeltaBase.key,
+        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey, DeltaBase.key, FilePatch.key,
     ]
 
     static func source(_ inspection: PackageInspection) -> (kind: String, format: String?) {
@@ -86,7 +86,13 @@ struct InspectCommand: Command {
             if let delta = report.deltaBase {
                 let fromBase = Self.fromBase(inspection)
                 text += "  Delta:        from version \(delta.baseVersion) (its plist's SHA-256 \(delta.basePlistSHA256)); carries "
-                text += "\(inspection.files.count) of \(info.files?.count ?? 0) listed files, \(fromBase.count) come from the installed base\n"
+                let patched = FilePatch.summaries(of: info)
+                let carried = inspection.files.count - patched.count  // the patch entries are files under Contents/
+                text += "\(carried) of \(info.files?.count ?? 0) listed files, \(patched.count) as patches, "
+                text += "\(fromBase.count) come from the installed base\n"
+                for patch in patched {
+                    text += "    patched \(PackagePath.printable(patch.path)): \(patch.patchSize) bytes instead of \(patch.size) (saves \(patch.saved))\n"
+                }
             }
             var others = info.dictionary
             for key in ownKeys { others[key] = nil }
@@ -123,7 +129,8 @@ struct InspectCommand: Command {
 
     /// A delta's listed files that it does not carry: the installed base must hold them.
     static func fromBase(_ inspection: PackageInspection) -> [String] {
-        let carried = Set(inspection.files.map(\.path))
+        let patched = inspection.contentInfo.map { FilePatch.summaries(of: $0).map(\.path) } ?? []
+        let carried = Set(inspection.files.map(\.path) + patched)
         return (inspection.contentInfo?.files ?? []).filter { !carried.contains($0) }.sorted()
     }
 
@@ -133,6 +140,7 @@ struct InspectCommand: Command {
             ("baseVersion", .string(delta.baseVersion)), ("basePlistSHA256", .string(delta.basePlistSHA256)),
             ("targetPlistSHA256", .string(delta.targetPlistSHA256)), ("carried", .number(Int64(inspection.files.count))),
             ("fromBase", .array(fromBase(inspection).map(JSONValue.string))),
+            ("patched", .array((inspection.contentInfo.map(FilePatch.summaries) ?? []).map(DeltaCommand.json))),
         ])
     }
 

@@ -13,6 +13,9 @@ public struct CatalogDelta: Sendable, Equatable {
     /// SHA-256 of the base version's ContentInfo.plist, which the receipt must record for the delta to apply
     /// (fetch chooses a delta before downloading it); absent in catalogs written before it was added.
     public var basePlistSHA256: String?
+    /// The delta carries binary patches (HCPackPatches): a client that cannot apply them takes another delta
+    /// or the full archive. Written as `"patches" : true`, and only then.
+    public var patches = false
 
     public init(
         baseVersion: String, url: String, size: Int64, sha256: String, signatureURL: String? = nil, basePlistSHA256: String? = nil
@@ -131,6 +134,7 @@ public struct Catalog: Sendable, Equatable {
                     add(",\n          \"basePlistSHA256\" : ")
                     string(base)
                 }
+                if delta.patches { add(",\n          \"patches\" : true") }
                 add("\n        }")
             }
             add(package.deltas.isEmpty ? "]" : "\n      ]")
@@ -180,11 +184,18 @@ public struct Catalog: Sendable, Equatable {
             var deltas: [CatalogDelta] = []
             for (deltaIndex, deltaItem) in try entry.array("deltas").enumerated() {
                 var delta = try Fields(deltaItem, at: "packages[\(index)].deltas[\(deltaIndex)]")
-                deltas.append(
-                    CatalogDelta(
-                        baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
-                        sha256: try delta.digest("sha256"), signatureURL: try delta.optionalString("signatureURL"),
-                        basePlistSHA256: try delta.optionalDigest("basePlistSHA256")))
+                var parsed = CatalogDelta(
+                    baseVersion: try delta.version("baseVersion"), url: try delta.string("url"), size: try delta.integer("size"),
+                    sha256: try delta.digest("sha256"), signatureURL: try delta.optionalString("signatureURL"),
+                    basePlistSHA256: try delta.optionalDigest("basePlistSHA256"))
+                // Optional, true only: the delta carries binary patches (issue 32).
+                if let patches = delta.take("patches") {
+                    guard case .bool(true) = patches else {
+                        throw CatalogFormatError(message: "packages[\(index)].deltas[\(deltaIndex)].patches must be true when present")
+                    }
+                    parsed.patches = true
+                }
+                deltas.append(parsed)
                 try delta.finish()
             }
             packages.append(

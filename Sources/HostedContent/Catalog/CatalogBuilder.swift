@@ -57,6 +57,8 @@ public enum CatalogBuilder {
         var plistSHA256: String
         var delta: DeltaBase?
         var hasSignature: Bool
+        /// A delta with binary patches (HCPackPatches).
+        var hasPatches = false
     }
 
     /// Checks every archive and writes the catalog (and with `key`, its note) atomically.
@@ -103,11 +105,12 @@ public enum CatalogBuilder {
                         "\(candidate.path) leads to another build of '\(product)' \(newest.version.text) than \(newest.path); make the delta again from the published archives",
                         path: candidate.path)
                 }
-                deltas.append(
-                    CatalogDelta(
-                        baseVersion: delta.baseVersion, url: base + "/" + candidate.name, size: candidate.size, sha256: candidate.sha256,
-                        signatureURL: candidate.hasSignature ? base + "/" + candidate.name + ".hcsig" : nil,
-                        basePlistSHA256: delta.basePlistSHA256))
+                var entry = CatalogDelta(
+                    baseVersion: delta.baseVersion, url: base + "/" + candidate.name, size: candidate.size, sha256: candidate.sha256,
+                    signatureURL: candidate.hasSignature ? base + "/" + candidate.name + ".hcsig" : nil,
+                    basePlistSHA256: delta.basePlistSHA256)
+                entry.patches = candidate.hasPatches
+                deltas.append(entry)
             }
             deltas.sort { (ContentVersion($0.baseVersion)?.components ?? []).lexicographicallyPrecedes(ContentVersion($1.baseVersion)?.components ?? []) }
             packages.append(
@@ -154,9 +157,11 @@ public enum CatalogBuilder {
         guard try fingerprint.isCurrent(path) else {
             throw HCPackError(.io, "\(path) changed while it was being read; run again once nothing writes to it", path: path)
         }
-        return Candidate(
+        var candidate = Candidate(
             path: path, name: SigningKey.folderAndName(path).name, product: statement.productIdentifier, version: version,
             size: fingerprint.size, sha256: fingerprint.sha256, plistSHA256: statement.plistSHA256, delta: report.deltaBase,
             hasSignature: FileSystem.exists(path + ".hcsig"))
+        candidate.hasPatches = report.deltaBase != nil && report.contentInfo?.dictionary[FilePatch.key] != nil
+        return candidate
     }
 }

@@ -1,5 +1,6 @@
 import Digest
 import Foundation
+import PatchCodec
 import PropertyList
 
 /// Everything `DeltaBuilder` needs to know about one delta.
@@ -20,6 +21,9 @@ public struct DeltaOptions: Sendable {
     public var force: Bool
     /// The rules' settings for reading OLD and NEW and checking the delta.
     public var verify: VerifyOptions
+    /// The largest window (as a power of two) a binary patch may need (base and result together); files that
+    /// need more travel whole. nil: no patches, every changed file whole.
+    public var patchWindowLog: Int? = PatchCodec.largestWindowLog
 
     /// Describes a delta from `old` to `new`, written to `output`.
     public init(
@@ -49,6 +53,8 @@ public struct DeltaResult: Sendable {
     public var unchangedCount: Int
     /// Files of the base that the new version no longer lists.
     public var removed: [String]
+    /// Carried files that travel as binary patches, sorted by path.
+    public var patched: [DeltaPatchSummary] = []
 }
 
 /// Makes delta packages (docs/self-hosting.md): NEW's plist plus `HCPackDeltaBase`, and only the files that are
@@ -91,6 +97,13 @@ public enum DeltaBuilder {
         let scratch = try FileSystem.makeTemporaryDirectory(template: parent + "/." + name + ".hcpack-delta-XXXXXX", for: options.output)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let root = try new.extract(carriedSet, into: scratch, options: options.verify)
+        // Changed files OLD also has may travel as patches against OLD's copies (DeltaPatching.swift).
+        let changed = carried.filter { old.records[$0] != nil }
+        let patches = try options.patchWindowLog.map { limit throws(HCPackError) in
+            try makePatches(
+                old: old, new: new, changed: changed, root: root, scratch: scratch, windowLogLimit: limit, options: options.verify)
+        }
+        if let patches, !patches.records.isEmpty { info.dictionary[FilePatch.key] = FilePatch.plistValue(patches.records) }
         try DirectoryHandle.open(root).writeAtomically(ContentInfo.fileName, info.encodeXML())
 
         let buildOptions = BuildOptions(
@@ -115,7 +128,8 @@ public enum DeltaBuilder {
         let result = try Builder.write(plan, options: buildOptions, progress: progress)
         let removed = old.records.keys.filter { new.records[$0] == nil }.sorted()
         return DeltaResult(
-            build: result, base: base, carried: carried, unchangedCount: new.files.count - carried.count, removed: removed)
+            build: result, base: base, carried: carried, unchangedCount: new.files.count - carried.count, removed: removed,
+            patched: patches?.summaries ?? [])
     }
 }
 

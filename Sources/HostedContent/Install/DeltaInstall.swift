@@ -11,8 +11,10 @@ extension InstallSession {
         for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
             present.insert(String(entry.path.dropFirst(Verifier.contentsPrefix.count)))
         }
+        // Patched files are made from DEST's copies instead (DeltaPatchInstall.swift).
+        let patched = info.dictionary[FilePatch.key] == nil ? [:] : (try? FilePatch.all(of: info)) ?? [:]
         var carried: [InstalledFile] = []
-        for path in listed where !present.contains(path) {
+        for path in listed where !present.contains(path) && patched[path] == nil {
             // Verify's rules refuse these before install gets here; this only guards against a rule relaxed later.
             guard let record = records?[path], PackagePath.unsafeArchiveNameReason(path) == nil,
                 path.split(separator: "/").first != Substring(Installer.metadataFolder)

@@ -251,17 +251,21 @@ final class InstallSession {
         let delta = report.deltaBase
         plistSHA256 = delta?.targetPlistSHA256 ?? report.snapshot.contentInfoBytes.map { Hasher.digest(.sha256, of: $0).hexString }
         let carried = try delta.map { _ throws(HCPackError) in try carriedFiles(report, archive: archive) } ?? []
+        // Issue 32 (binary patches, DeltaPatchInstall.swift): files made from DEST's copies by a patch; this
+        // line and the two marked "issue 32" below are all that install changes for them.
+        let patched = try delta.map { _ throws(HCPackError) in try patchedFiles(report, archive: archive) } ?? []
         // Only Files is needed from the plist now: its bytes and tree (20 MB at 26,000 files) go first, then
         // the entries once `wanted` holds what to place, before placing and the receipt need memory of their own.
         var listed = report.contentInfo?.files
         report.releasePlist()
-        if !carried.isEmpty { listed = Self.removing(carried, from: listed) }
+        if !carried.isEmpty || !patched.isEmpty { listed = Self.removing(carried + patched.map(\.file), from: listed) }  // issue 32
         let selection: InstallSelection = delta == nil && (options.installAll || listed == nil) ? .contents : .files
         var wanted = try filesToInstall(report, listed: selection == .files ? listed : nil, archive: archive)
         report.releaseContents()
         if let delta {
-            wanted = (wanted + carried).sorted { $0.path < $1.path }
+            wanted = (wanted + carried + patched.map(\.file)).sorted { $0.path < $1.path }
             try checkBase(delta, package: package, carried: carried, archive: archive)
+            try applyPatches(patched, package: package, archive: archive)  // issue 32
         }
         let plan = try makePlan(package: package, wanted: wanted)
         if delta != nil { try checkCarriedStayInPlace(plan, carried: carried) }

@@ -93,6 +93,10 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     // Delta packages (HCPackDeltaBase, docs/self-hosting.md).
     case deltaMalformed = "delta.malformed"
     case deltaMissingRecord = "delta.missing-record"
+    case patchMalformed = "delta.patch-malformed"
+    case patchMismatch = "delta.patch-mismatch"
+    case patchBase = "delta.patch-base"
+    case patchResult = "delta.patch-result"
 
     /// The severity a problem of this rule has unless a check says otherwise.
     public var severity: Severity {
@@ -185,6 +189,11 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .deltaMalformed:
             "HCPackDeltaBase is not {ContentVersion, PlistSHA256, TargetPlistSHA256}, names a base not older than ContentVersion, or the delta has no Files."
         case .deltaMissingRecord: "A delta lists a file without an HCPackIntegrity record, so the installed copy cannot be checked."
+        case .patchMalformed:
+            "HCPackPatches is not {path: {BaseSize, BaseSHA256, PatchSize, PatchSHA256, WindowLog}} in a delta, names a file not listed or not recorded, or one also carried whole, or a window too small for base and result."
+        case .patchMismatch: "A patch under Contents/.hcpack-patches/ is missing, differs from its recorded size or SHA-256, or is not recorded."
+        case .patchBase: "Install: the destination's copy of a patched file is not the base the patch applies to."
+        case .patchResult: "Install: a patch does not make the recorded file (a damaged frame, a window over the declared one, another size or SHA-256)."
         }
     }
 }

@@ -170,6 +170,7 @@ private struct RuleChecker {
         checkFilesList()
         checkContent()
         checkIntegrity()
+        checkPatches()
         if let budget = options.budget { problems.append(contentsOf: budget.check(snapshot)) }
     }
 
@@ -338,11 +339,22 @@ private struct RuleChecker {
         }
         if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
             for entry in snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
-                if !isListed(entry.path.dropFirst(Verifier.contentsPrefix.count)) && !PackagePath.isJunk(entry.path) {
+                if !isListed(entry.path.dropFirst(Verifier.contentsPrefix.count)) && !PackagePath.isJunk(entry.path)
+                    && !(isDelta && FilePatch.isPatchEntry(entry.path))
+                {
                     problems.add(.filesUnlisted, path: entry.path, "not listed in Files, so installers skip it; list it or remove it")
                 }
             }
         }
+    }
+
+    /// A delta's binary patches (FilePatch.swift), as far as they can be checked without the base.
+    mutating func checkPatches() {
+        guard let info = contentInfo, isDelta || info.dictionary[FilePatch.key] != nil else { return }
+        let patchEntries = snapshot.entries.filter { $0.kind == .file && FilePatch.isPatchEntry($0.path) }.map(\.path)
+        let found = FilePatch.check(
+            info, isDelta: isDelta, listed: Set(listed), entry: { self.entry($0) }, patchEntries: patchEntries)
+        for problem in found { problems.add(problem.rule, path: problem.path, problem.message) }
     }
 
     /// Whether Files lists exactly `path` (after `checkFilesList`).

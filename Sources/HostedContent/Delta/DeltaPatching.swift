@@ -1,0 +1,129 @@
+import Digest
+import PatchCodec
+
+/// A file a delta carries as a patch, and what that saves.
+public struct DeltaPatchSummary: Sendable, Equatable {
+    /// The listed path (relative to Contents/).
+    public var path: String
+    /// The new file's size: what carrying it whole would take, before compression.
+    public var size: Int64
+    /// The patch's size.
+    public var patchSize: Int64
+    /// Bytes saved against the whole file.
+    public var saved: Int64 { size - patchSize }
+}
+
+/// Binary patches for the changed files of a delta (FilePatch.swift): each changed file OLD also has is
+/// patched against OLD's copy, and the patch kept instead of the file when it is smaller.
+extension DeltaBuilder {
+    /// Bytes a patch must save against the whole file to be kept.
+    static let minimumSaving: Int64 = 1024
+
+    /// Makes patches for `changed` (paths both versions list, with different bytes) inside the delta folder
+    /// `root`, whose Contents/ holds NEW's copies: a kept patch replaces the whole file there.
+    /// - Parameters:
+    ///   - scratch: a private folder for OLD's copies.
+    ///   - windowLogLimit: files whose base and result need a larger window travel whole.
+    /// - Returns: the patches kept, sorted by path.
+    static func makePatches(
+        old: PackageSide, new: PackageSide, changed: [String], root: String, scratch: String, windowLogLimit: Int,
+        options: VerifyOptions
+    ) throws(HCPackError) -> (records: [FilePatch], summaries: [DeltaPatchSummary]) {
+        // A package that lists files in the patches folder itself keeps every file whole.
+        let prefix = FilePatch.folder + "/"
+        if new.files.contains(where: { $0.hasPrefix(prefix) }) { return ([], []) }
+        let candidates = changed.filter { path in
+            guard let base = old.records[path], let made = new.records[path], made.size > minimumSaving else { return false }
+            return PatchCodec.windowLog(baseSize: base.size, targetSize: made.size, limit: windowLogLimit) != nil
+        }
+        if candidates.isEmpty { return ([], []) }
+        let oldRoot: String
+        if old.isFolder {
+            oldRoot = old.path + (old.rootFolder.map { "/" + $0 } ?? "")
+        } else {
+            let folder = scratch + "/old"
+            _ = try DirectoryHandle.open(scratch).makeDirectory("old")
+            oldRoot = try old.extract(Set(candidates), into: folder, options: options)
+        }
+        let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
+        let oldContents = try DirectoryHandle.open(oldRoot + "/" + Verifier.contentsFolder)
+        var records: [FilePatch] = []
+        var summaries: [DeltaPatchSummary] = []
+        for path in candidates.sorted() {
+            guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
+            var parts = path.split(separator: "/")
+            guard let leaf = parts.popLast().map(String.init),
+                let windowLog = PatchCodec.windowLog(baseSize: baseRecord.size, targetSize: madeRecord.size, limit: windowLogLimit)
+            else { continue }
+            let base = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
+            let made = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
+            let patchFolder = try contents.makeDirectories([Substring(FilePatch.folder)] + parts)
+            let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
+            let output = try patchFolder.createFileForMapping(leaf)
+            let size: Int64
+            do {
+                defer { Descriptor.release(output) }
+                do {
+                    size = try PatchCodec.makePatch(
+                        base: base, target: made, windowLog: windowLog, level: PatchCodec.level(forSize: madeRecord.size),
+                        output: output, outputPath: location)
+                } catch {
+                    throw HCPackError(.io, "\(location): could not make the patch of Contents/\(path): \(error.message)", path: location)
+                }
+            }
+            // Whole unless the patch saves more than its own cost (its plist record and longer entry names, a few
+            // hundred bytes): re-encoded media, a file rewritten through and through, small files.
+            guard size + minimumSaving <= madeRecord.size else {
+                _ = try patchFolder.removeFile(leaf)
+                continue
+            }
+            guard let digest = try patchFolder.digest(leaf) else {
+                throw HCPackError(.io, "\(location) vanished while the delta was being made", path: location)
+            }
+            guard let folder = try contents.openDirectories(parts) else { continue }
+            _ = try folder.removeFile(leaf)
+            records.append(FilePatch(path: path, base: baseRecord, patch: digest, windowLog: windowLog))
+            summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: size))
+        }
+        return (records, summaries)
+    }
+
+    /// Maps `folder/parts/leaf` and checks it is the file `side` records (its copy was taken while it might
+    /// change, and the patch must be made from exactly the recorded bytes).
+    private static func map(
+        _ folder: DirectoryHandle, _ parts: [Substring], _ leaf: String, expecting record: FileRecord, side: PackageSide,
+        path: String
+    ) throws(HCPackError) -> MappedFile {
+        let location = side.path + ": Contents/" + path
+        guard let parent = try folder.openDirectories(parts), let descriptor = try parent.openForReading(leaf) else {
+            throw HCPackError(.io, "\(location) vanished while the delta was being made; run again once nothing writes to it", path: side.path)
+        }
+        defer { Descriptor.release(descriptor) }
+        let mapped = try MappedFile(reading: descriptor, path: parent.describe(leaf))
+        let hasher = Digest.Hasher(.sha256)
+        let bytes = mapped.bytes
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + (16 << 20))
+            hasher.update(UnsafeRawBufferPointer(rebasing: bytes[offset..<end]))
+            mapped.release(below: end)
+            offset = end
+        }
+        guard Int64(mapped.count) == record.size, hasher.finalize().matchesHex(record.sha256) else {
+            throw HCPackError(.io, "\(location) changed while the delta was being made; run again once nothing writes to it", path: side.path)
+        }
+        return mapped
+    }
+}
+
+extension FilePatch {
+    /// The patched files `info` records (a delta's `HCPackPatches`), each with the new file's size from
+    /// `HCPackIntegrity` and the patch's; empty for a package without patches or with malformed records.
+    public static func summaries(of info: ContentInfo) -> [DeltaPatchSummary] {
+        guard info.dictionary[key] != nil, let patches = try? all(of: info) else { return [] }
+        let records = (try? info.parseIntegrity()) ?? nil
+        return patches.values.sorted { $0.path < $1.path }.compactMap { patch in
+            records?[patch.path].map { DeltaPatchSummary(path: patch.path, size: $0.size, patchSize: patch.patch.size) }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+internal import CZstd
+import FileSystemIO
+
+/// Binary patches between two versions of a file, through libzstd's "patch from" mode: the old file (the
+/// base) is the prefix the new one is compressed against, with long-distance matching over a window that
+/// covers both, so a patch holds little more than the bytes that changed, compressed.
+///
+/// The only module that imports CZstd. The base and the result are mapped files (`MappedFile`), never copied;
+/// applying writes the result straight into its mapping (`ZSTD_d_stableOutBuffer`: no window buffer of the
+/// decoder's own), and dropping the pages already passed keeps a bounded part of either file resident.
+public enum PatchCodec {
+    /// The largest window a patch may use (2 GiB: `ZSTD_WINDOWLOG_MAX` on 64-bit).
+    public static var largestWindowLog: Int { Int(czstd_windowlog_max()) }
+
+    /// The window (a power of two, as its log) a patch from `baseSize` to `targetSize` bytes needs so every
+    /// byte of the base stays reachable while the target is made: nil when that is over `limit`.
+    public static func windowLog(baseSize: Int64, targetSize: Int64, limit: Int = largestWindowLog) -> Int? {
+        let span = baseSize + targetSize
+        var log = Int(czstd_windowlog_min())
+        while log <= limit && (Int64(1) << log) < span { log += 1 }
+        return log <= min(limit, largestWindowLog) ? log : nil
+    }
+
+    /// The compression level for a file of `size` bytes: files under 1 MiB get zstd's strongest (little time
+    /// at that size), larger ones 9 and from 64 MiB a fast level, where long-distance matching finds the kept
+    /// bytes as a strong one would (level 19 took 9 minutes on a 256 MiB file for a 13% larger patch than 3's;
+    /// on 2 MiB of new random bytes, seconds for nothing).
+    public static func level(forSize size: Int64) -> Int {
+        switch size {
+        case ..<(1 << 20): 19
+        case ..<(64 << 20): 9
+        default: 3
+        }
+    }
+
+    /// What a patch's frame header declares (`ZSTD_getFrameHeader`).
+    public struct FrameHeader: Sendable, Equatable {
+        /// The size of the file the patch makes; nil when the frame does not say.
+        public var contentSize: Int64?
+        /// The window the frame needs, in bytes.
+        public var windowSize: Int64
+    }
+
+    /// Reads the frame header at the start of `patch`; nil when it is not a complete zstd frame header.
+    public static func frameHeader(_ patch: UnsafeRawBufferPointer) -> FrameHeader? {
+        guard let start = patch.baseAddress else { return nil }
+        var header = ZSTD_frameHeader()
+        guard ZSTD_getFrameHeader(&header, start, patch.count) == 0, header.frameType == ZSTD_frame else { return nil }
+        let size = header.frameContentSize
+        return FrameHeader(
+            contentSize: size == czstd_content_size_unknown() || size > UInt64(Int64.max) ? nil : Int64(size),
+            windowSize: header.windowSize > UInt64(Int64.max) ? .max : Int64(header.windowSize))
+    }
+
+    /// Makes the patch that turns `base` into `target`, writing it to `output` (a descriptor open for writing).
+    /// - Parameters:
+    ///   - windowLog: from `windowLog(baseSize:targetSize:)`; recorded in the frame, which declares it.
+    ///   - level: zstd's compression level (`level(forSize:)`).
+    /// - Returns: the patch's size in bytes.
+    /// - Throws: `PatchError` (`.library` for a libzstd failure, `.io` for a write that failed).
+    public static func makePatch(
+        base: MappedFile, target: MappedFile, windowLog: Int, level: Int, output: Int32, outputPath: String
+    ) throws(PatchError) -> Int64 {
+        guard let context = ZSTD_createCCtx() else { throw PatchError(.library, "out of memory for a zstd context") }
+        defer { ZSTD_freeCCtx(context) }
+        try check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Int32(level)), "set the level")
+        try check(ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Int32(windowLog)), "set the window")
+        try check(ZSTD_CCtx_setParameter(context, ZSTD_c_enableLongDistanceMatching, 1), "enable long-distance matching")
+        try check(ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1), "enable the checksum")
+        try check(ZSTD_CCtx_setParameter(context, czstd_c_stable_in_buffer(), 1), "reference the input")
+        try check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(target.count)), "declare the size")
+        try check(ZSTD_CCtx_refPrefix(context, base.bytes.baseAddress, base.count), "reference the base")
+
+        let chunk = 1 << 20
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var input = ZSTD_inBuffer(src: target.bytes.baseAddress, size: 0, pos: 0)
+        var written: Int64 = 0
+        var released = 0
+        // The input grows a slice at a time (allowed with a stable input buffer), so the pages behind can go.
+        let slice = 16 << 20
+        try base.releasingWhile { () throws(PatchError) in
+        while true {
+            input.size = min(target.count, input.size + slice)
+            let last = input.size == target.count
+            while true {
+                var out = ZSTD_outBuffer(dst: buffer, size: chunk, pos: 0)
+                let remaining = ZSTD_compressStream2(context, &out, &input, last ? ZSTD_e_end : ZSTD_e_continue)
+                try check(remaining, "compress")
+                if out.pos > 0 {
+                    do throws(HCPackError) {
+                        try Descriptor.writeAll(output, UnsafeRawBufferPointer(start: buffer, count: out.pos), path: outputPath)
+                    } catch {
+                        throw PatchError(.io, error.message)
+                    }
+                    written += Int64(out.pos)
+                }
+                if last ? remaining == 0 : input.pos == input.size { break }
+            }
+            if input.pos - released >= slice {
+                target.release(below: input.pos)
+                released = input.pos
+            }
+            if last { break }
+        }
+        }
+        return written
+    }
+
+    /// Applies `patch` to `base`, writing the result into `output`, whose size is the one the patch must make.
+    /// - Parameters:
+    ///   - windowLog: the window the patch declares; a frame that needs a larger one is refused
+    ///     (`ZSTD_d_windowLogMax`), so the patch cannot ask for more memory than it said.
+    /// - Throws: `PatchError`: `.window` for a frame over the declared window, `.size` for a frame that declares
+    ///   or makes another size than `output`'s, `.corrupt` for anything else libzstd refuses (a damaged frame,
+    ///   a checksum mismatch, trailing bytes, a truncated patch).
+    ///   - produced: called with each run of result bytes as it is made, in order (to hash it without reading
+    ///     the result again).
+    public static func applyPatch(
+        base: MappedFile, patch: MappedFile, windowLog: Int, output: MappedFile,
+        produced: ((UnsafeRawBufferPointer) -> Void)? = nil
+    ) throws(PatchError) {
+        let bytes = patch.bytes
+        guard let header = frameHeader(bytes) else { throw PatchError(.corrupt, "not a zstd frame") }
+        guard windowLog >= 0, windowLog <= largestWindowLog, header.windowSize <= Int64(1) << windowLog else {
+            throw PatchError(.window, "the frame needs a \(header.windowSize)-byte window, over the declared 2^\(windowLog)")
+        }
+        guard header.contentSize == Int64(output.count) else {
+            throw PatchError(.size, "the frame makes \(header.contentSize.map(String.init) ?? "an undeclared number of") bytes, not the recorded \(output.count)")
+        }
+        guard let start = bytes.baseAddress, ZSTD_findFrameCompressedSize(start, bytes.count) == bytes.count else {
+            throw PatchError(.corrupt, "the patch is not exactly one zstd frame (truncated, or bytes after it)")
+        }
+        guard let context = ZSTD_createDCtx() else { throw PatchError(.library, "out of memory for a zstd context") }
+        defer { ZSTD_freeDCtx(context) }
+        try check(ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, Int32(max(windowLog, Int(czstd_windowlog_min())))), "bound the window")
+        try check(ZSTD_DCtx_setParameter(context, czstd_d_stable_out_buffer(), 1), "write in place")
+        try check(ZSTD_DCtx_refPrefix(context, base.bytes.baseAddress, base.count), "reference the base")
+
+        var out = ZSTD_outBuffer(dst: output.mutableBytes.baseAddress, size: output.count, pos: 0)
+        var input = ZSTD_inBuffer(src: start, size: 0, pos: 0)
+        // Small slices of input: a few bytes of patch can make megabytes (a block of matches is 128 KiB from a
+        // dozen bytes), and pages are dropped between calls only.
+        let slice = 1 << 10
+        var released = 0
+        var reported = 0
+        while true {
+            if input.pos == input.size {
+                guard input.size < bytes.count else { throw PatchError(.corrupt, "the patch ends before its frame does") }
+                input.size = min(bytes.count, input.size + slice)
+            }
+            let remaining = ZSTD_decompressStream(context, &out, &input)
+            if ZSTD_isError(remaining) != 0 {
+                switch ZSTD_getErrorCode(remaining) {
+                case ZSTD_error_dstSize_tooSmall:
+                    throw PatchError(.size, "the frame makes more than the recorded \(output.count) bytes")
+                case ZSTD_error_frameParameter_windowTooLarge:
+                    throw PatchError(.window, "the frame needs a window over the declared 2^\(windowLog) bytes")
+                default:
+                    throw PatchError(.corrupt, String(cString: ZSTD_getErrorName(remaining)))
+                }
+            }
+            if let produced, out.pos > reported {
+                produced(UnsafeRawBufferPointer(rebasing: output.bytes[reported..<out.pos]))
+                reported = out.pos
+            }
+            if remaining == 0 { break }
+            if out.pos - released >= 8 << 20 {
+                output.release(below: out.pos)
+                base.release(below: base.count)
+                patch.release(below: input.pos)
+                released = out.pos
+            }
+        }
+        guard out.pos == out.size else {
+            throw PatchError(.size, "the frame made \(out.pos) bytes, not the recorded \(output.count)")
+        }
+        guard input.pos == bytes.count else { throw PatchError(.corrupt, "bytes after the patch's frame") }
+    }
+
+    static func check(_ code: Int, _ operation: String) throws(PatchError) {
+        if ZSTD_isError(code) != 0 {
+            throw PatchError(.library, "libzstd could not \(operation): \(String(cString: ZSTD_getErrorName(code)))")
+        }
+    }
+}
+
+/// Why a patch could not be made or applied.
+public struct PatchError: Error, Sendable {
+    /// What went wrong, for the caller's verdict.
+    public enum Kind: Sendable {
+        /// The frame needs a larger window than declared.
+        case window
+        /// The frame declares or makes another size than recorded.
+        case size
+        /// Not a well-formed single zstd frame for this base (damaged, truncated, trailing bytes, checksum).
+        case corrupt
+        /// libzstd refused a setting or ran out of memory.
+        case library
+        /// Writing the patch failed.
+        case io
+    }
+    /// What went wrong.
+    public var kind: Kind
+    /// libzstd's or the writer's message.
+    public var message: String
+
+    init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+}

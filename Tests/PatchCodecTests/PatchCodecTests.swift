@@ -1,0 +1,116 @@
+import FileSystemIO
+import Foundation
+import PatchCodec
+import Testing
+
+@Suite("PatchCodec")
+struct PatchCodecTests {
+    /// A temporary folder with `base` and `target` written, a patch made between them, and helpers to apply it.
+    final class Scratch {
+        let path: String
+        let folder: DirectoryHandle
+
+        init() throws {
+            path = NSTemporaryDirectory() + "patchcodec-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            folder = try DirectoryHandle.open(path)
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+
+        func write(_ name: String, _ bytes: [UInt8]) throws {
+            try Data(bytes).write(to: URL(fileURLWithPath: path + "/" + name))
+        }
+        func map(_ name: String) throws -> MappedFile {
+            let descriptor = try #require(try folder.openForReading(name))
+            defer { Descriptor.release(descriptor) }
+            return try MappedFile(reading: descriptor, path: path + "/" + name)
+        }
+        func makePatch(_ base: String, _ target: String, to name: String) throws -> (size: Int64, windowLog: Int) {
+            let base = try map(base)
+            let target = try map(target)
+            let windowLog = try #require(PatchCodec.windowLog(baseSize: Int64(base.count), targetSize: Int64(target.count)))
+            let output = try folder.createFileForMapping(name)
+            defer { Descriptor.release(output) }
+            let size = try PatchCodec.makePatch(
+                base: base, target: target, windowLog: windowLog, level: PatchCodec.level(forSize: Int64(target.count)),
+                output: output, outputPath: name)
+            return (size, windowLog)
+        }
+        /// Applies `patch` to `base` into a new file `name` of `size` bytes; returns its bytes.
+        func apply(_ base: String, _ patch: String, windowLog: Int, size: Int, to name: String) throws -> [UInt8] {
+            let descriptor = try folder.createFileForMapping(name)
+            defer { Descriptor.release(descriptor) }
+            do {
+                let output = try MappedFile(writing: descriptor, count: size, path: name)
+                try PatchCodec.applyPatch(base: try map(base), patch: try map(patch), windowLog: windowLog, output: output)
+            }
+            return try [UInt8](Data(contentsOf: URL(fileURLWithPath: path + "/" + name)))
+        }
+    }
+
+    static func pseudoRandom(_ count: Int, seed: UInt64) -> [UInt8] {
+        var state = seed
+        return (0..<count).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+    }
+
+    @Test("A patch remakes the new file exactly and is far smaller than it", arguments: [0, 1, 4096, 3 << 20])
+    func roundTrip(size: Int) throws {
+        let scratch = try Scratch()
+        let base = Self.pseudoRandom(size, seed: 1)
+        var target = base
+        // A few rewritten bytes and an insertion in the middle: what a changed asset looks like.
+        let inserted = Self.pseudoRandom(min(size / 64 + 1, 4096), seed: 2)
+        target.insert(contentsOf: inserted, at: size / 2)
+        for index in stride(from: 0, to: target.count, by: 7919) { target[index] ^= 0x5a }
+        try scratch.write("base", base)
+        try scratch.write("target", target)
+        let (patchSize, windowLog) = try scratch.makePatch("base", "target", to: "patch")
+        if size >= 4096 { #expect(patchSize < Int64(target.count) / 4) }
+        let made = try scratch.apply("base", "patch", windowLog: windowLog, size: target.count, to: "made")
+        #expect(made == target)
+    }
+
+    @Test("A patch refuses a wrong size, a larger window, another base, truncation and trailing bytes")
+    func hostile() throws {
+        let scratch = try Scratch()
+        let base = Self.pseudoRandom(200_000, seed: 3)
+        var target = base
+        target.replaceSubrange(50_000..<50_100, with: Self.pseudoRandom(300, seed: 4))
+        try scratch.write("base", base)
+        try scratch.write("target", target)
+        let (_, windowLog) = try scratch.makePatch("base", "target", to: "patch")
+        let patch = try [UInt8](Data(contentsOf: URL(fileURLWithPath: scratch.path + "/patch")))
+
+        func refusal(_ run: () throws -> Void) -> PatchError.Kind? {
+            do {
+                try run()
+                return nil
+            } catch let error as PatchError {
+                return error.kind
+            } catch {
+                return .io
+            }
+        }
+        #expect(refusal { _ = try scratch.apply("base", "patch", windowLog: windowLog, size: target.count + 1, to: "a") } == .size)
+        #expect(refusal { _ = try scratch.apply("base", "patch", windowLog: 10, size: target.count, to: "b") } == .window)
+        try scratch.write("other", Self.pseudoRandom(200_000, seed: 5))
+        #expect(refusal { _ = try scratch.apply("other", "patch", windowLog: windowLog, size: target.count, to: "c") } == .corrupt)
+        try scratch.write("cut", Array(patch.dropLast(9)))
+        #expect(refusal { _ = try scratch.apply("base", "cut", windowLog: windowLog, size: target.count, to: "d") } == .corrupt)
+        try scratch.write("long", patch + [0])
+        #expect(refusal { _ = try scratch.apply("base", "long", windowLog: windowLog, size: target.count, to: "e") } == .corrupt)
+        #expect(PatchCodec.frameHeader(patch.withUnsafeBytes { $0 })?.contentSize == Int64(target.count))
+    }
+
+    @Test("The window covers base and target, and is refused over the limit")
+    func windows() {
+        #expect(PatchCodec.windowLog(baseSize: 0, targetSize: 0) == 10)
+        #expect(PatchCodec.windowLog(baseSize: 256 << 20, targetSize: 257 << 20) == 30)
+        #expect(PatchCodec.windowLog(baseSize: 1 << 30, targetSize: 1 << 30) == 31)
+        #expect(PatchCodec.windowLog(baseSize: 1 << 30, targetSize: (1 << 30) + 1) == nil)
+        #expect(PatchCodec.windowLog(baseSize: 1 << 20, targetSize: 1 << 20, limit: 20) == nil)
+    }
+}
