@@ -220,8 +220,9 @@ struct DeltaPatchTests {
 struct DeltaPatchFaultTests {
     @Test(
         "EIO, ENOSPC or SIGKILL at each reservation, sync, rename and link of an install through patches: DEST ends old or new, and a rerun completes it",
-        .enabled(if: straceWorks))
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func faults() throws {
+        try Requirement.strace.require()
         let corpus = PatchCorpus(assetSize: 256 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
         let binary = hcpackBinary()
