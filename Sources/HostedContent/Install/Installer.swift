@@ -411,6 +411,18 @@ final class InstallSession {
         }
     }
 
+    /// The installing product's receipt in `receipts`. With --force an unusable one is set aside, but never
+    /// under --trusted-key: the version it records cannot be known, and setting it aside would skip the
+    /// downgrade check (rollback protection).
+    func usableReceipt(_ identifier: String, in receipts: DirectoryHandle?) throws(HCPackError) -> InstallReceipt? {
+        let limits = options.verify.limits
+        let remedy: InstallRecords.Remedy = options.signature == nil ? .force : .removeByHand
+        let read = { () throws(HCPackError) in
+            try InstallRecords.receipt(identifier, in: receipts, limits: limits, remedy: remedy)
+        }
+        return options.signature == nil ? try usableRecord(read) : try read()
+    }
+
     /// An unusable record was set aside (--force): this install then writes DEST's records anew, even where
     /// nothing else changes.
     var setAsideRecord = false

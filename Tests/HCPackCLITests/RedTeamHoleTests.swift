@@ -1,0 +1,92 @@
+import Foundation
+import HostedContent
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The holes an outside black-box review of the binary found (red team, findings 01-08), one test or more each.
+@Suite("install, verify and sign hold against the red team's findings", .serialized)
+struct RedTeamHoleTests {
+    static let receipt = "dest/.hcpack/receipts/com.example.levels.json"
+
+    /// Eight files: more than the --max-entries the tests pass.
+    static let manyFiles = (1...8).map { ("f\($0).txt", "file \($0)\n") }
+
+    /// Adds a '../x' entry to the receipt at `path` under `bench`: a record hcpack would never write.
+    static func plantBadEntry(_ bench: SigningBench, _ path: String = receipt) throws {
+        let bytes = try #require(bench.folder.read(path))
+        var receipt = try #require(InstallReceipt.decode(bytes))
+        receipt.files.append(InstalledFile(path: "../x", size: 1, sha256: String(repeating: "0", count: 64)))
+        bench.folder.write(path, receipt.encoded())
+    }
+
+    @Test("01: --trusted-key --force never rolls back past a receipt it cannot read, nor one a low --max-entries hides")
+    func forceRollbackThroughUnusableReceipt() throws {
+        let bench = SigningBench()
+        PackageArchive(version: "2.0", files: Self.manyFiles).write(to: bench.archive)
+        let key = bench.key("a")
+        #expect(bench.sign(key).status == 0)
+        let trust = ["--trusted-key", bench.pub("a")]
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest] + trust).status == 0)
+        PackageArchive(version: "1.0", files: [("a.txt", "old\n")]).write(to: bench.archive)
+        #expect(bench.sign(key, ["--force"]).status == 0)
+        let before = treeListing(bench.dest)
+        // hcpack's own, honest receipt of eight files stays usable under --max-entries 5: the downgrade is refused.
+        let limited = hcpack(["install", bench.archive, "--dest", bench.dest, "--force", "--max-entries", "5"] + trust)
+        #expect(limited.status == 1 && limited.stderr.contains("never downgrades"), "\(limited.stderr)")
+        #expect(treeListing(bench.dest) == before)
+        // A receipt hcpack did not write: --force does not set it aside under --trusted-key.
+        try Self.plantBadEntry(bench)
+        let planted = treeListing(bench.dest)
+        let forced = hcpack(["install", bench.archive, "--dest", bench.dest, "--force"] + trust)
+        #expect(forced.status == 1 && forced.stderr.contains("remove the file by hand"), "\(forced.stderr)")
+        #expect(forced.stderr.contains("receipts/com.example.levels.json"), "\(forced.stderr)")
+        #expect(treeListing(bench.dest) == planted)
+        // Without trusted keys --force still sets it aside (the install a user asked for).
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest, "--force"]).status == 0)
+    }
+
+    @Test("01: a --max-entries below a receipt's file count leaves hcpack's receipt usable (no --force needed)")
+    func maxEntriesKeepsReceiptUsable() throws {
+        let bench = SigningBench()
+        PackageArchive(version: "1.0", files: Self.manyFiles).write(to: bench.archive)
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest]).status == 0)
+        PackageArchive(version: "1.1", files: [("a.txt", "one\n")]).write(to: bench.archive)
+        let result = hcpack(["install", bench.archive, "--dest", bench.dest, "--max-entries", "5"])
+        #expect(result.status == 0, "\(result.stderr)")
+        // The receipt was read: the eight files of 1.0 were removed as stale.
+        #expect(!FileManager.default.fileExists(atPath: bench.folder.url("dest/f1.txt")))
+    }
+
+    @Test("04: another product's unusable receipt stops an install, with or without --force, signed or not", arguments: [false, true])
+    func forceOverOtherProductsUnusableReceipt(signed: Bool) throws {
+        let bench = SigningBench()
+        PackageArchive(version: "1.0", files: [("a.txt", "A owns this\n")] + Self.manyFiles).write(to: bench.archive)
+        let key = bench.key("a")
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest]).status == 0)
+        var other = PackageArchive(version: "1.0", files: [("a.txt", "B overwrites\n")])
+        other.product = "com.example.other"
+        let otherArchive = bench.folder.url("other.zip")
+        other.write(to: otherArchive)
+        var trust: [String] = []
+        if signed {
+            #expect(hcpack(["sign", otherArchive, "--key", key]).status == 0)
+            trust = ["--trusted-key", bench.pub("a")]
+        }
+        let before = treeListing(bench.dest)
+        let limited = hcpack(["install", otherArchive, "--dest", bench.dest, "--force", "--max-entries", "5"] + trust)
+        #expect(limited.status == 1 && limited.stderr.contains("belongs to 'com.example.levels'"), "\(limited.stderr)")
+        #expect(treeListing(bench.dest) == before)
+        try Self.plantBadEntry(bench)
+        let planted = treeListing(bench.dest)
+        for force in [[], ["--force"]] {
+            let result = hcpack(["install", otherArchive, "--dest", bench.dest] + force + trust)
+            #expect(result.status == 1 && result.stderr.contains("receipts/com.example.levels.json"), "\(result.stderr)")
+        }
+        #expect(treeListing(bench.dest) == planted)
+        #expect(bench.folder.read("dest/a.txt") == Array("A owns this\n".utf8))
+    }
+}
