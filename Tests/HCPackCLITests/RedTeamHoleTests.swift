@@ -89,4 +89,27 @@ struct RedTeamHoleTests {
         #expect(treeListing(bench.dest) == planted)
         #expect(bench.folder.read("dest/a.txt") == Array("A owns this\n".utf8))
     }
+
+    @Test("02: a key line with trailing white space is that key, even when a planted file has that name", arguments: ["\n", "\r", " ", "\r\n"])
+    func keyLineWithTrailingWhiteSpace(suffix: String) throws {
+        let bench = SigningBench()
+        bench.key("a")
+        let b = bench.key("b")
+        #expect(bench.sign(b).status == 0)
+        let lineA = String(decoding: bench.folder.read("a.pem.pub") ?? [], as: UTF8.self).trimmingCharacters(in: .newlines)
+        let value = lineA + suffix
+        // The attacker's file, named as the value (its '/' make folders), holds key B.
+        let work = bench.folder.url("work")
+        let planted = work + "/" + value
+        try FileManager.default.createDirectory(
+            atPath: (planted as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: planted, contents: Data((bench.folder.read("b.pem.pub") ?? []))))
+        #expect(try VerifierKey.load(value, relativeTo: work).map(\.line) == [lineA])
+        let verify = hcpack(["verify", bench.archive, "--trusted-key", value], in: work)
+        #expect(verify.status == 1 && verify.stdout.contains("[signature.untrusted]"), "\(verify.stdout)\(verify.stderr)")
+        // Without a planted file the value is still the key (it used to be a usage error).
+        try FileManager.default.removeItem(atPath: planted)
+        #expect(hcpack(["verify", bench.archive, "--trusted-key", value], in: work).status == 1)
+        #expect(hcpack(["verify", bench.archive, "--trusted-key", bench.pub("b")]).status == 0)
+    }
 }
