@@ -112,4 +112,30 @@ struct RedTeamHoleTests {
         #expect(hcpack(["verify", bench.archive, "--trusted-key", value], in: work).status == 1)
         #expect(hcpack(["verify", bench.archive, "--trusted-key", bench.pub("b")]).status == 0)
     }
+
+    @Test("08: a fifo as archive, key or note is refused at once, naming it (it used to block forever)")
+    func fifoInputsRefused() throws {
+        let bench = SigningBench()
+        #expect(bench.sign(bench.key("a")).status == 0)
+        bench.folder.write("catalog.json", "{}")
+        for name in ["fifo.zip", "fifo.pub", "fifo.hcsig"] {
+            try #require(mkfifo(bench.folder.url(name), 0o600) == 0)
+        }
+        bench.folder.makeFolder("dest2")
+        let fifo = bench.folder.url("fifo.zip"), key = bench.folder.url("fifo.pub")
+        let runs: [[String]] = [
+            ["verify", fifo], ["install", fifo, "--dest", bench.folder.url("dest2")],
+            ["verify", bench.archive, "--trusted-key", key],
+            ["install", bench.archive, "--dest", bench.dest, "--trusted-key", key],
+            ["verify", bench.archive, "--trusted-key", bench.pub("a"), "--signature", bench.folder.url("fifo.hcsig")],
+            ["verify-catalog", bench.folder.url("catalog.json"), "--trusted-key", key],
+        ]
+        for arguments in runs {
+            // The binary under timeout(1): a command that blocks is killed (124) instead of stopping the suite. An
+            // archive fifo waits for a writer as long as the watchdog allows (2 s here), a key or note not at all.
+            let result = run("/usr/bin/env", ["HCPACK_STALL_SECONDS=2", "timeout", "120", hcpackBinary()] + arguments)
+            #expect(result.status != 124 && result.status != 0, "\(arguments): \(result.output)")
+            #expect(result.output.contains("fifo"), "\(arguments): \(result.output)")
+        }
+    }
 }
