@@ -138,4 +138,28 @@ struct RedTeamHoleTests {
             #expect(result.output.contains("fifo"), "\(arguments): \(result.output)")
         }
     }
+
+    @Test("07: without Files, a file with no integrity record is refused by sign, verify and install --trusted-key")
+    func unrecordedFileWithoutFiles() throws {
+        let bench = SigningBench()
+        var package = PackageArchive(version: "1.0")
+        package.filesKey = false
+        package.recordsWithoutFiles = true
+        package.listed = package.files.map(\.0)  // records for these; .git/config below has none
+        package.files.append((".git/config", Array("unrecorded\n".utf8)))
+        package.write(to: bench.archive)
+        let key = bench.key("a")
+        let sign = bench.sign(key)
+        #expect(sign.status == 1 && sign.stdout.contains("[signature.unsigned-file]"), "\(sign.stdout)\(sign.stderr)")
+        #expect(sign.stdout.contains("Contents/.git/config"), "\(sign.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: bench.note))
+        // A note made anyway (by an older hcpack): verify and install refuse the unrecorded file alike.
+        bench.writeNote(try bench.craftedNote(key) { _ in })
+        let verify = hcpack(["verify", bench.archive, "--trusted-key", bench.pub("a")])
+        #expect(verify.status == 1 && verify.stdout.contains("[signature.unsigned-file]"), "\(verify.stdout)")
+        let before = treeListing(bench.dest)
+        let install = hcpack(["install", bench.archive, "--dest", bench.dest, "--trusted-key", bench.pub("a")])
+        #expect(install.status == 1 && install.stdout.contains("[signature.unsigned-file]"), "\(install.stdout)\(install.stderr)")
+        #expect(treeListing(bench.dest) == before)
+    }
 }
