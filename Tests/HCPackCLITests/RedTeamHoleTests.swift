@@ -162,4 +162,18 @@ struct RedTeamHoleTests {
         #expect(install.status == 1 && install.stdout.contains("[signature.unsigned-file]"), "\(install.stdout)\(install.stderr)")
         #expect(treeListing(bench.dest) == before)
     }
+
+    @Test("06: temporary records a kill left before their rename are removed by the next install, the no-op one too")
+    func staleTemporaryRecordsRemoved() throws {
+        let bench = SigningBench()
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest]).status == 0)
+        bench.folder.write("dest/.hcpack/journal-com.example.levels.json.tmp", "{\"half\": ")
+        bench.folder.write("dest/.hcpack/receipts/com.example.levels.json.tmp", "{")
+        let rerun = hcpack(["install", bench.archive, "--dest", bench.dest, "--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(jsonObject(rerun.stdout)?["status"] as? String == "unchanged", "\(rerun.stdout)")
+        for path in ["dest/.hcpack/journal-com.example.levels.json.tmp", "dest/.hcpack/receipts/com.example.levels.json.tmp"] {
+            #expect(!FileManager.default.fileExists(atPath: bench.folder.url(path)), "\(path) left")
+        }
+    }
 }

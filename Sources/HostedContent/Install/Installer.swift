@@ -205,6 +205,13 @@ final class InstallSession {
         }
     }
 
+    /// Removes the `*.tmp` files of `folder`: records `writeAtomically` had not yet renamed when a kill came.
+    static func removeTemporaryRecords(in folder: DirectoryHandle) throws(HCPackError) {
+        for name in try folder.list() where name.hasSuffix(".tmp") {
+            if try folder.status(name)?.kind == .file { try folder.removeFile(name) }
+        }
+    }
+
     /// Undoes what a failed install left: the staging folder always; before the commit also the lock file and
     /// `.hcpack/` when this install created them, so DEST is exactly as it was.
     func abandon() {
@@ -223,6 +230,9 @@ final class InstallSession {
         for name in try metadata.list() where name.hasPrefix(StagingArea.namePrefix) {
             try metadata.removeTree(name)
         }
+        // And temporary records a kill left before their rename (journal-ID.json.tmp, receipts/ID.json.tmp).
+        try Self.removeTemporaryRecords(in: metadata)
+        if let receipts = try metadata.openDirectory(Installer.receiptsFolder) { try Self.removeTemporaryRecords(in: receipts) }
         let staging = try StagingArea(in: metadata, progress: progress)
         self.staging = staging
         if !options.force {
