@@ -176,4 +176,20 @@ struct RedTeamHoleTests {
             #expect(!FileManager.default.fileExists(atPath: bench.folder.url(path)), "\(path) left")
         }
     }
+
+    @Test(
+        "09: .hcpack in any case (.HCPACK, a KELVIN SIGN k) is the records' folder: verify reports content.reserved-name, install refuses",
+        arguments: [".HCPACK", ".hcpac\u{212A}", ".HcPack"])
+    func reservedNameInAnyCase(folderName: String) throws {
+        #expect(Installer.isMetadataFolder(Substring(folderName)))
+        #expect(!Installer.isMetadataFolder(".hcpacks") && !Installer.isMetadataFolder("hcpack"))
+        let bench = SigningBench()
+        let archive = PackageArchive(files: [("a.txt", "a\n"), (folderName + "/receipts/com.example.other.json", "{}\n")])
+            .write(to: bench.folder.url("p.zip"))
+        let verify = hcpack(["verify", archive])
+        #expect(verify.status == 1 && verify.stdout.contains("[content.reserved-name]"), "\(verify.stdout)")
+        let before = treeListing(bench.dest)
+        #expect(hcpack(["install", archive, "--dest", bench.dest, "--force"]).status == 1)
+        #expect(treeListing(bench.dest) == before)
+    }
 }

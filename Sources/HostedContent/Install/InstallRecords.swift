@@ -19,7 +19,7 @@ enum InstallRecords {
     /// to (no `..`, nothing absolute, no empty component, nothing under `.hcpack/`, the length limits).
     static func unusablePathReason(_ path: String) -> String? {
         if let reason = PackagePath.unsafeArchiveNameReason(path) { return reason }
-        if InstallSession.firstComponent(of: path) == Substring(Installer.metadataFolder) {
+        if let first = InstallSession.firstComponent(of: path), Installer.isMetadataFolder(first) {
             return "inside \(Installer.metadataFolder)/, where hcpack keeps its records"
         }
         if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {

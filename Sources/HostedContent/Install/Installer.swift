@@ -104,6 +104,15 @@ public indirect enum InstallOutcome: Sendable {
 public enum Installer {
     /// hcpack's own folder inside DEST.
     public static let metadataFolder = ".hcpack"
+
+    /// True when `name` is `.hcpack` on a case-insensitive file system too (APFS, ext4 casefold): `.HCPACK`, or
+    /// `.hcpac` with a KELVIN SIGN (U+212A, which folds to k), would be the records' folder there.
+    public static func isMetadataFolder(_ name: Substring) -> Bool {
+        if name.utf8.count == 7 && name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() == metadataFolder }
+        guard name.utf8.count <= 64 else { return false }  // folding cannot shrink a long name to 7 letters
+        return String(name).precomposedStringWithCanonicalMapping.folding(options: [.caseInsensitive, .widthInsensitive], locale: nil)
+            == metadataFolder
+    }
     /// Receipts folder inside `metadataFolder`.
     public static let receiptsFolder = "receipts"
 
@@ -353,7 +362,7 @@ final class InstallSession {
         var result: [InstalledFile] = []
         result.reserveCapacity(paths.count)
         for path in paths {
-            if Self.firstComponent(of: path) == Substring(Installer.metadataFolder) {
+            if let first = Self.firstComponent(of: path), Installer.isMetadataFolder(first) {
                 throw HCPackError(
                     .invalidPackage,
                     "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
