@@ -192,4 +192,33 @@ struct RedTeamHoleTests {
         #expect(hcpack(["install", archive, "--dest", bench.dest, "--force"]).status == 1)
         #expect(treeListing(bench.dest) == before)
     }
+
+    @Test(
+        "05: when removing the staging folder fails after the receipt, the install exits 0 with a warning naming what is left",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func stagingLeftAfterReceiptIsReported() throws {
+        let bench = SigningBench()
+        PackageArchive(files: [("a/b/c.txt", "c\n"), ("d.txt", "d\n")]).write(to: bench.archive)
+        // From the Nth unlinkat on every one fails: some N hit only the staging folder's, after the receipt.
+        var reported = 0
+        for when in 1...12 {
+            try? FileManager.default.removeItem(atPath: bench.dest)
+            bench.folder.makeFolder("dest")
+            let result = run(
+                "/usr/bin/env",
+                ["strace", "-f", "-o", "/dev/null", "-e", "inject=unlinkat:error=EIO:when=\(when)+", hcpackBinary(), "install", bench.archive,
+                 "--dest", bench.dest, "-q"])
+            let left = ((try? FileManager.default.contentsOfDirectory(atPath: bench.dest + "/.hcpack")) ?? []).filter { $0.hasPrefix("staging-") }
+            guard result.status == 0, !left.isEmpty else { continue }
+            reported += 1
+            #expect(result.output.contains("warning: installed, but the staging folder was not removed"), "\(when): \(result.output)")
+            #expect(left.contains { result.output.contains($0) }, "\(when): \(left): \(result.output)")
+            #expect(bench.folder.read("dest/d.txt") == Array("d\n".utf8))
+        }
+        #expect(reported > 0, "no run failed only in the staging folder's removal")
+        // The next install removes it.
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest]).status == 0)
+        let after = try FileManager.default.contentsOfDirectory(atPath: bench.dest + "/.hcpack")
+        #expect(!after.contains { $0.hasPrefix("staging-") }, "\(after)")
+    }
 }

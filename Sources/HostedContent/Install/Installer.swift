@@ -86,6 +86,9 @@ public struct InstallResult: Sendable {
     /// The verification of the package (warnings only, or none): its problems and counts. The plist and the
     /// entries are not kept (tens of MB for a big package); `Verifier.verify` on the archive gives them.
     public var report: VerificationReport
+    /// Why the staging folder (or its `.replaced` folder) is still in `DEST/.hcpack/` after a complete install:
+    /// removing it failed. The next install removes it. Nil when nothing was left.
+    public var leftover: String? = nil
 }
 
 /// An install either went through, or the package was invalid and nothing was written.
@@ -283,7 +286,13 @@ final class InstallSession {
         if delta != nil { try checkCarriedStayInPlace(plan, carried: carried) }
         var result = try execute(plan, package: package, wanted: wanted, report: report)
         result.selection = selection
-        try? staging.remove()
+        // The install is complete (the receipt is written): a failing removal now is reported, not an error.
+        // Tried twice, as a failed unlink may be passing; what is left the next install removes.
+        do {
+            try staging.remove()
+        } catch {
+            do { try staging.remove() } catch { result.leftover = error.message }
+        }
         self.staging = nil
         lock.release()
         return .completed(result)
