@@ -221,4 +221,21 @@ struct RedTeamHoleTests {
         let after = try FileManager.default.contentsOfDirectory(atPath: bench.dest + "/.hcpack")
         #expect(!after.contains { $0.hasPrefix("staging-") }, "\(after)")
     }
+
+    @Test("03: an unknown co-signer whose name holds DEL (0x7f) is ignored, as Go's note.Open does; below 0x20 still refused")
+    func delInUnknownSignerName() throws {
+        let bench = SigningBench()
+        #expect(bench.sign(bench.key("a")).status == 0)
+        let signed = try #require(bench.folder.read("rel.zip.hcsig"))
+        let coSigner = Array("\u{2014} ex\u{7f}x ESIzRFVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVVQ==\n".utf8)
+        bench.writeNote(signed + coSigner)
+        let note = try SignedNote.parse(signed + coSigner)
+        #expect(note.signatures.count == 2 && note.signatures.last?.name == "ex\u{7f}x")
+        let verify = hcpack(["verify", bench.archive, "--trusted-key", bench.pub("a")])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+        // A control character below 0x20 is what Go refuses, and so do we.
+        var tab = coSigner
+        tab[tab.firstIndex(of: 0x7f) ?? 0] = 0x09
+        #expect(throws: NoteFormatError.self) { try SignedNote.parse(signed + tab) }
+    }
 }
