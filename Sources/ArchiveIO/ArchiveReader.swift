@@ -123,7 +123,7 @@ public final class ArchiveReader {
         self.inputName = "'\(path)'"
         self.watchdog = ReadWatchdog(limits: limits, inputName: "'\(path)'")
         self.archive = try Self.makeArchive()
-        let fd = try Self.openOrDuplicate(path, descriptor)
+        let fd = try Self.openOrDuplicate(path, descriptor, waitSeconds: limits.stallSeconds)
         fileDescriptor = fd
         var info = stat()
         if fstat(fd, &info) != 0 {
@@ -475,10 +475,34 @@ public final class ArchiveReader {
     private static let peekLength = 1 << 20
 
     /// `open(path)`, or a close-on-exec duplicate of `descriptor` when one is given.
-    static func openOrDuplicate(_ path: String, _ descriptor: Int32?) throws(ArchiveError) -> Int32 {
-        let fd = descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? open(path, O_RDONLY | O_CLOEXEC)
+    /// - Parameter waitSeconds: how long a fifo may wait for its writer's first bytes (0: no bound, as with the
+    ///   watchdog off). Opening a fifo without `O_NONBLOCK` blocks until a writer comes, which may be never.
+    static func openOrDuplicate(_ path: String, _ descriptor: Int32?, waitSeconds: Double = ArchiveWatchdog.stallSecondsDefault)
+        throws(ArchiveError) -> Int32
+    {
+        let fd = descriptor.map { fcntl($0, F_DUPFD_CLOEXEC, 0) } ?? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
             let number = errno
+            throw ArchiveError(.io, "cannot open '\(path)': \(describe(errno: number))", errno: number)
+        }
+        guard descriptor == nil else { return fd }
+        var info = stat()
+        if fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO {
+            // Data, or a writer that came and went (POLLHUP), within the bound; a fifo nobody writes is refused.
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let timeout = waitSeconds > 0 ? Int32(clamping: Int(min(waitSeconds, 86_400) * 1000)) : -1
+            var ready: Int32
+            repeat { ready = poll(&poller, 1, timeout) } while ready < 0 && errno == EINTR
+            if ready == 0 {
+                close(fd)
+                throw ArchiveError(
+                    .io, "'\(path)' is a fifo that no writer fed for \(Int(waitSeconds)) s; pass a regular file", errno: ETIMEDOUT)
+            }
+        }
+        let flags = fcntl(fd, F_GETFL)
+        if flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 {
+            let number = errno
+            close(fd)
             throw ArchiveError(.io, "cannot open '\(path)': \(describe(errno: number))", errno: number)
         }
         return fd

@@ -127,12 +127,24 @@ public final class OpenFile {
     public let descriptor: Int32
     public let path: String
 
-    /// Opens `path` read-only, refusing to follow a final symlink (`O_NOFOLLOW`).
+    /// Opens `path` read-only, refusing to follow a final symlink (`O_NOFOLLOW`) and refusing a fifo, socket or
+    /// device: opened without `O_NONBLOCK`, a fifo blocks until a writer comes, which may be never.
     public init(reading path: String) throws(HCPackError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { throw HCPackError.system("open", path: path, errno: errno) }
         self.descriptor = descriptor
         self.path = path
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
+        let kind = EntryKind(mode: UInt32(info.st_mode))
+        // A folder fails its first read (EISDIR) and callers say so in their own words.
+        guard kind == .file || kind == .directory else {
+            throw HCPackError(.invalidRequest, "\(path) is a \(kind.noun), not a regular file; pass a file", path: path)
+        }
+        let flags = fcntl(descriptor, F_GETFL)
+        guard flags >= 0, fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+            throw HCPackError.system("fcntl", path: path, errno: errno)
+        }
     }
 
     deinit { close(descriptor) }

@@ -75,6 +75,11 @@ struct InstallCommand: Command {
             }
             return ExitCode.invalid
         case .completed(let result):
+            if let leftover = result.leftover {
+                context.err(
+                    "hcpack: warning: installed, but the staging folder was not removed (\(leftover)); the next install into \(options.destination) removes it\n"
+                )
+            }
             if json {
                 context.out(Self.json(result).rendered() + "\n")
             } else if !quiet {

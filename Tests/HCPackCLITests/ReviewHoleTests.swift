@@ -37,6 +37,9 @@ struct ReviewHoleTests {
         let bench = SigningBench()
         var package = PackageArchive(version: "1.0")
         package.filesKey = false
+        // Records for the package's own files only: the evil archive's plist is the same, its file unrecorded.
+        package.recordsWithoutFiles = true
+        package.listed = package.files.map(\.0)
         package.write(to: bench.archive)
         let evil = bench.folder.url("evil.zip")
         package.files.append(("evil.txt", Array("not signed\n".utf8)))
@@ -90,6 +93,8 @@ struct ReviewHoleTests {
     private func rewriteEvil(_ evil: String) {
         var package = PackageArchive(version: "1.0")
         package.filesKey = false
+        package.recordsWithoutFiles = true
+        package.listed = package.files.map(\.0)
         package.files.append(("evil.txt", Array("not signed\n".utf8)))
         package.write(to: evil)
     }

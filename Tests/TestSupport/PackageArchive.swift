@@ -50,6 +50,8 @@ public struct PackageArchive {
     public var appKeys: [String: String] = [:]
     /// False leaves HCPackIntegrity out.
     public var integrity = true
+    /// True writes HCPackIntegrity (for `listed`, or every file) even when the Files key is left out.
+    public var recordsWithoutFiles = false
     /// Replaces the recorded {Size, SHA256} of a path.
     public var integrityOverrides: [String: (size: Int64, sha256: String)] = [:]
     /// The single top-level folder holding the package, or "" for the archive root.
@@ -73,7 +75,7 @@ public struct PackageArchive {
         func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
         var spec: [String: Any] = [
             "format": format.rawValue, "output": path, "product": product, "version": version,
-            "files": files.map { [$0.0, base64($0.1)] }, "filesKey": filesKey, "integrity": integrity, "root": root, "appKeys": appKeys,
+            "files": files.map { [$0.0, base64($0.1)] }, "filesKey": filesKey, "integrity": integrity, "recordsWithoutFiles": recordsWithoutFiles, "root": root, "appKeys": appKeys,
             "overrides": Dictionary(
                 uniqueKeysWithValues: integrityOverrides.map { ($0.key, ["Size": $0.value.size, "SHA256": $0.value.sha256]) }),
             "extra": extra.map {
@@ -116,7 +118,7 @@ public struct PackageArchive {
             listed = [p for p, _ in files]
         if spec["filesKey"]:
             info["Files"] = listed
-        if spec["integrity"] and spec["filesKey"]:
+        if spec["integrity"] and (spec["filesKey"] or spec["recordsWithoutFiles"]):
             data = dict(files)
             records = {p: {"Size": len(data[p]), "SHA256": hashlib.sha256(data[p]).hexdigest()} for p in listed if p in data}
             records.update(spec["overrides"])

@@ -41,8 +41,7 @@ extension InstallSession {
         let target = "\(identifier) \(package.version.text)"
         let remedy = "install the full archive of \(target) instead"
         let receipts = try metadata.openDirectory(Installer.receiptsFolder)
-        let limits = options.verify.limits
-        let receipt = try usableRecord { () throws(HCPackError) in try InstallRecords.receipt(identifier, in: receipts, limits: limits) }
+        let receipt = try usableReceipt(identifier, in: receipts)
         guard let receipt else {
             throw HCPackError(
                 .invalidPackage,

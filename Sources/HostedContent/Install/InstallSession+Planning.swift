@@ -79,11 +79,10 @@ extension InstallSession {
         let identifier = package.productIdentifier
         let receipts = try metadata.openDirectory(Installer.receiptsFolder)
         let limits = options.verify.limits
-        plan.previous = try usableRecord { () throws(HCPackError) in try InstallRecords.receipt(identifier, in: receipts, limits: limits) }
+        plan.previous = try usableReceipt(identifier, in: receipts)
         plan.journal = try usableRecord { () throws(HCPackError) in try InstallRecords.journal(identifier, in: metadata, limits: limits) }
-        let ownership = try Ownership.load(excluding: identifier, in: receipts, limits: limits) { (read) throws(HCPackError) in
-            try usableRecord(read)
-        }
+        // Another product's unusable receipt is an error even with --force: its files' ownership is never skipped.
+        let ownership = try Ownership.load(excluding: identifier, in: receipts, limits: limits)
         let previousVersion = plan.previous.flatMap { ContentVersion($0.version) }
         if let previousVersion, previousVersion > package.version, !options.force || options.signature != nil {
             // With trusted keys, never (rollback protection): an old signed release stays signed.

@@ -89,6 +89,9 @@ public struct InstallResult: Sendable {
     /// The verification of the package (warnings only, or none): its problems and counts. The plist and the
     /// entries are not kept (tens of MB for a big package); `Verifier.verify` on the archive gives them.
     public var report: VerificationReport
+    /// Why the staging folder (or its `.replaced` folder) is still in `DEST/.hcpack/` after a complete install:
+    /// removing it failed. The next install removes it. Nil when nothing was left.
+    public var leftover: String? = nil
 }
 
 /// An install either went through, or the package was invalid and nothing was written.
@@ -107,6 +110,15 @@ public indirect enum InstallOutcome: Sendable {
 public enum Installer {
     /// hcpack's own folder inside DEST.
     public static let metadataFolder = ".hcpack"
+
+    /// True when `name` is `.hcpack` on a case-insensitive file system too (APFS, ext4 casefold): `.HCPACK`, or
+    /// `.hcpac` with a KELVIN SIGN (U+212A, which folds to k), would be the records' folder there.
+    public static func isMetadataFolder(_ name: Substring) -> Bool {
+        if name.utf8.count == 7 && name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() == metadataFolder }
+        guard name.utf8.count <= 64 else { return false }  // folding cannot shrink a long name to 7 letters
+        return String(name).precomposedStringWithCanonicalMapping.folding(options: [.caseInsensitive, .widthInsensitive], locale: nil)
+            == metadataFolder
+    }
     /// Receipts folder inside `metadataFolder`.
     public static let receiptsFolder = "receipts"
 
@@ -208,6 +220,13 @@ final class InstallSession {
         }
     }
 
+    /// Removes the `*.tmp` files of `folder`: records `writeAtomically` had not yet renamed when a kill came.
+    static func removeTemporaryRecords(in folder: DirectoryHandle) throws(HCPackError) {
+        for name in try folder.list() where name.hasSuffix(".tmp") {
+            if try folder.status(name)?.kind == .file { try folder.removeFile(name) }
+        }
+    }
+
     /// Undoes what a failed install left: the staging folder always; before the commit also the lock file and
     /// `.hcpack/` when this install created them, so DEST is exactly as it was.
     func abandon() {
@@ -226,6 +245,9 @@ final class InstallSession {
         for name in try metadata.list() where name.hasPrefix(StagingArea.namePrefix) {
             try metadata.removeTree(name)
         }
+        // And temporary records a kill left before their rename (journal-ID.json.tmp, receipts/ID.json.tmp).
+        try Self.removeTemporaryRecords(in: metadata)
+        if let receipts = try metadata.openDirectory(Installer.receiptsFolder) { try Self.removeTemporaryRecords(in: receipts) }
         let staging = try StagingArea(in: metadata, progress: progress)
         self.staging = staging
         if !options.force {
@@ -271,7 +293,13 @@ final class InstallSession {
         if delta != nil { try checkCarriedStayInPlace(plan, carried: carried) }
         var result = try execute(plan, package: package, wanted: wanted, report: report)
         result.selection = selection
-        try? staging.remove()
+        // The install is complete (the receipt is written): a failing removal now is reported, not an error.
+        // Tried twice, as a failed unlink may be passing; what is left the next install removes.
+        do {
+            try staging.remove()
+        } catch {
+            do { try staging.remove() } catch { result.leftover = error.message }
+        }
         self.staging = nil
         lock.release()
         return .completed(result)
@@ -350,7 +378,7 @@ final class InstallSession {
         var result: [InstalledFile] = []
         result.reserveCapacity(paths.count)
         for path in paths {
-            if Self.firstComponent(of: path) == Substring(Installer.metadataFolder) {
+            if let first = Self.firstComponent(of: path), Installer.isMetadataFolder(first) {
                 throw HCPackError(
                     .invalidPackage,
                     "\(archive): Contents/\(path) would land in DEST/\(Installer.metadataFolder), where hcpack keeps its records; rename that folder in the package",
@@ -416,6 +444,18 @@ final class InstallSession {
             setAsideRecord = true
             return nil
         }
+    }
+
+    /// The installing product's receipt in `receipts`. With --force an unusable one is set aside, but never
+    /// under --trusted-key: the version it records cannot be known, and setting it aside would skip the
+    /// downgrade check (rollback protection).
+    func usableReceipt(_ identifier: String, in receipts: DirectoryHandle?) throws(HCPackError) -> InstallReceipt? {
+        let limits = options.verify.limits
+        let remedy: InstallRecords.Remedy = options.signature == nil ? .force : .removeByHand
+        let read = { () throws(HCPackError) in
+            try InstallRecords.receipt(identifier, in: receipts, limits: limits, remedy: remedy)
+        }
+        return options.signature == nil ? try usableRecord(read) : try read()
     }
 
     /// An unusable record was set aside (--force): this install then writes DEST's records anew, even where

@@ -14,20 +14,16 @@ struct Ownership {
     private(set) var owners: [String: [Owner]] = [:]
 
     /// The receipts in `receipts` of every product but `productIdentifier`.
-    /// - Parameter usable: reads one receipt, or gives nil to set an unusable one aside (the caller's --force).
-    static func load(
-        excluding productIdentifier: String, in receipts: DirectoryHandle?, limits: ReadLimits,
-        usable: (() throws(HCPackError) -> InstallReceipt?) throws(HCPackError) -> InstallReceipt?
-    ) throws(HCPackError) -> Ownership {
+    /// - Throws: `InstallRecords.unusable` for another product's unusable receipt, with or without --force:
+    ///   setting it aside would let this install overwrite files that product owns.
+    static func load(excluding productIdentifier: String, in receipts: DirectoryHandle?, limits: ReadLimits)
+        throws(HCPackError) -> Ownership
+    {
         var ownership = Ownership()
         guard let receipts else { return ownership }
         let own = Installer.receiptName(productIdentifier)
         for name in try receipts.list() where name.hasSuffix(".json") && name != own {
-            guard
-                let receipt = try usable({ () throws(HCPackError) in
-                    try InstallRecords.receipt(named: name, in: receipts, limits: limits)
-                })
-            else { continue }
+            guard let receipt = try InstallRecords.receipt(named: name, in: receipts, limits: limits) else { continue }
             for file in receipt.files {
                 ownership.owners[file.path, default: []].append(
                     Owner(productIdentifier: receipt.productIdentifier, record: file.record))

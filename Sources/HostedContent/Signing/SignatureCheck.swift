@@ -193,10 +193,12 @@ public enum SignatureChecker {
         return problems
     }
 
-    /// The paths whose bytes a signed package must record: Files, and with `installAll` every file under Contents/.
+    /// The paths whose bytes a signed package must record: every file install would place. Files, and with
+    /// `installAll` or without Files (install's "contents" selection) every file under Contents/ but OS junk,
+    /// as `Installer.filesToInstall` selects them; sign, verify and install all ask this.
     static func coveredPaths(_ report: VerificationReport, installAll: Bool) -> [String] {
         var paths = report.contentInfo?.files ?? []
-        if installAll {
+        if installAll || (report.contentInfo != nil && report.contentInfo?.files == nil) {
             let listed = Set(paths)
             for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
                 let path = String(entry.path.dropFirst(Verifier.contentsPrefix.count))

@@ -54,14 +54,15 @@ public struct SignedNote: Sendable, Equatable {
         self.signatures = signatures
     }
 
-    /// Parses a note as Go's `note.Open` does: UTF-8 without control characters other than "\n", split at the
+    /// Parses a note as Go's `note.Open` does: UTF-8 without control characters below 0x20 other than "\n", split at the
     /// last blank line, every line after it a well-formed signature line (strict base64, as `StrictBase64`), at
     /// most 100 of them. Names are kept as written: compare them byte for byte (`NoteSignature.isBy`), as Go does.
     public static func parse(_ bytes: [UInt8]) throws(NoteFormatError) -> SignedNote {
         guard let string = String(validating: bytes, as: UTF8.self) else {
             throw NoteFormatError(message: "the note is not valid UTF-8")
         }
-        if string.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x7f }) {
+        // Below 0x20 only, as Go: DEL (0x7f) is allowed, in the text and in a co-signer's name.
+        if string.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" }) {
             throw NoteFormatError(message: "the note holds a control character (only line feeds are allowed)")
         }
         var split: Int?
@@ -90,7 +91,8 @@ public struct SignedNote: Sendable, Equatable {
             }
             let name = String(rest[..<space])
             let base64 = String(rest[rest.index(after: space)...])
-            guard VerifierKey.isValidName(name) else {
+            // Go's isValidName: not empty, no white space, no '+' (controls below 0x20 were refused above).
+            guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0 == "+" }) else {
                 throw NoteFormatError(message: "a signature line has an invalid key name")
             }
             guard !base64.isEmpty, let data = StrictBase64.decode(base64), data.count >= 5 else {

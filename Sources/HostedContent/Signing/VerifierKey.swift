@@ -104,7 +104,11 @@ public struct VerifierKey: Sendable, Hashable, CustomStringConvertible {
     /// named like a key line (which anyone who can write to the working directory may create) cannot replace
     /// it. Anything else is a file (relative to `directory`): a `.pub` file, or one key per line.
     public static func load(_ argument: String, relativeTo directory: String) throws(HCPackError) -> [VerifierKey] {
-        if let key = try? VerifierKey(line: argument) { return [key] }
+        // Trailing white space too (a key passed from a secret or a CRLF file; Go's NewVerifier takes "KEY\n"):
+        // a value that is a key line once trimmed is never read as a path a planted file could answer to.
+        var line = Substring(argument)
+        while let last = line.unicodeScalars.last, last.properties.isWhitespace { line = line.dropLast() }
+        if let key = try? VerifierKey(line: String(line)) { return [key] }
         let path = argument.hasPrefix("/") ? argument : directory + "/" + argument
         if try FileSystem.status(path) != nil {
             let bytes = try FileSystem.readFile(path, limit: 1 << 20)

@@ -57,6 +57,16 @@ public enum Verifier {
     /// Where install keeps its records in DEST, as a path in the package.
     static let reservedPrefix = contentsPrefix + Installer.metadataFolder + "/"
 
+    /// True for a path under Contents/.hcpack/, spelled in any case (`Installer.isMetadataFolder`).
+    static func isReserved(_ path: String) -> Bool {
+        guard path.hasPrefix(contentsPrefix) else { return false }
+        let rest = path.dropFirst(contentsPrefix.count)
+        guard let slash = rest.firstIndex(of: "/"), rest[rest.index(after: slash)...].contains(where: { $0 != "/" }) else {
+            return false
+        }
+        return Installer.isMetadataFolder(rest[..<slash])
+    }
+
     /// Verifies a package folder or archive.
     /// - Throws: `HCPackError` only when the input cannot be read at all (missing, permission, I/O).
     public static func verify(_ path: String, options: VerifyOptions = VerifyOptions()) throws(HCPackError) -> VerificationReport {
@@ -385,7 +395,7 @@ private struct RuleChecker {
             if !entry.nameIsUTF8 {
                 problems.add(.nonUTF8Name, path: path, "the name is not valid UTF-8; rename it")
             }
-            if path.hasPrefix(Verifier.reservedPrefix) && path.split(separator: "/").count > 2 && entry.kind != .directory {
+            if entry.kind != .directory && Verifier.isReserved(path) {
                 problems.add(
                     .reservedName, path: path,
                     "install would place it in DEST/\(Installer.metadataFolder)/, where hcpack keeps its records; rename that folder")
