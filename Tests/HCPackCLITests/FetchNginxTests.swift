@@ -67,6 +67,49 @@ enum FetchKept {
         #expect(rerunRequests == ["/catalog.json.hcsig", "/catalog.json"])
     }
 
+    @Test("--json and --progress json match docs/schemas (fetch, fetch-progress): installed, through a delta, up to date, refused")
+    func machineInterface() throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.0.zip"], baseURL: nginx.base, serial: 1)
+        let dest = corpus.destination("app")
+        let url = nginx.base + "/catalog.json"
+        let validator = JSONSchemaValidator(folder: JSONSchemaTests.schemas)
+
+        /// Every stderr line of `--progress json` is one object the progress schema allows; returns their events.
+        func events(_ arguments: [String], status: Int32) throws -> [String] {
+            let result = fetch(arguments + ["--progress", "json"])
+            #expect(result.status == status, "\(result.stderr)")
+            var names: [String] = []
+            for line in result.stderr.split(separator: "\n") {
+                let event = try JSONDocument.parse(String(line))
+                #expect(try validator.validate(event, against: "fetch-progress.schema.json").isEmpty, "\(line)")
+                if case .string(let name)? = event["event"] { names.append(name) }
+            }
+            return names
+        }
+
+        let first = try JSONSchemaTests.conforms(["fetch", url, "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels", "--json"], status: 0)
+        /// The products' statuses in a report.
+        func statuses(_ report: JSONDocument) -> [JSONDocument?] {
+            guard case .array(let products)? = report["products"] else { return [] }
+            return products.map { $0["status"] }
+        }
+        #expect(statuses(first) == [.string("installed")])
+        corpus.publish(["levels-1.0.zip", "levels-1.1.zip", "levels-1.0-1.1.zip"], baseURL: nginx.base, serial: 2)
+        let upgrade = try events([url, "--trusted-key", corpus.pub, "--dest", dest], status: 0)
+        #expect(upgrade.first == "catalog" && upgrade.contains("downloading") && upgrade.last == "installed", "\(upgrade)")
+        let current = try JSONSchemaTests.conforms(["fetch", url, "--trusted-key", corpus.pub, "--dest", dest, "--json"], status: 0)
+        #expect(statuses(current) == [.string("upToDate")])
+        #expect(try events([url, "--trusted-key", corpus.pub, "--dest", dest], status: 0).last == "up-to-date")
+        // Refused before any product is looked at: the error object.
+        #expect(hcpack(["keygen", "--name", "example.com/other", "-o", corpus.folder.url("other.key")]).status == 0)
+        let refused = try JSONSchemaTests.conforms(
+            ["fetch", url, "--trusted-key", corpus.folder.url("other.key.pub"), "--dest", dest, "--json"], status: 1)
+        #expect(refused["error"]?["code"] != nil)
+    }
+
     @Test("a refused delta falls back to the full archive in the same run, replacing edited files it installed; a file it did not install needs --repair")
     func fallback() throws {
         let corpus = FetchCorpus()
