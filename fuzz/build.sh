@@ -4,7 +4,7 @@
 # SwiftPM cannot link libFuzzer targets, so each library module is compiled here with swiftc, instrumented
 # for coverage and AddressSanitizer (-sanitize=fuzzer,address on compile-only steps adds the coverage
 # counters without linking libFuzzer), then each fuzz target is linked against the objects it needs.
-# The system libraries (libxml2, libarchive, libcrypto) are not instrumented: their crashes are still
+# The system libraries (libxml2, libarchive, libcrypto, libcurl, libzstd) are not instrumented: their crashes are still
 # caught, but libFuzzer gets no coverage feedback from inside them.
 set -euo pipefail
 
@@ -19,10 +19,10 @@ mkdir -p "$OBJ" "$BIN"
 # -O keeps Swift's bounds and overflow checks (only -Ounchecked drops them); -g for readable stacks.
 # -package-name: the modules use `package` access across each other (PositionIndex), as SwiftPM builds them.
 COMMON=(-O -g -swift-version 6 -parse-as-library -package-name hcpack -sanitize=fuzzer,address -I "$OBJ" -use-ld=lld)
-for c in CLibXML2 CArchive CCrypto; do
+for c in CLibXML2 CArchive CCrypto CCurl CZstd; do
     COMMON+=(-Xcc "-fmodule-map-file=$ROOT/Sources/$c/module.modulemap")
 done
-for flag in $(pkg-config --cflags-only-I libxml-2.0 libarchive libcrypto); do
+for flag in $(pkg-config --cflags-only-I libxml-2.0 libarchive libcrypto libcurl libzstd); do
     COMMON+=(-Xcc "$flag")
 done
 
@@ -47,7 +47,7 @@ target() {
     [[ $name == *PlistFuzzer ]] && sources+=("$ROOT/fuzz/PlistRoundTrip.swift")
     echo "swiftc: target $name" >&2
     "$SWIFTC" "${COMMON[@]}" -module-name "$name" "${sources[@]}" "${objects[@]}" \
-        -lxml2 -larchive -lcrypto -o "$BIN/$name"
+        -lxml2 -larchive -lcrypto -lcurl -lzstd -o "$BIN/$name"
 }
 
 want=${*:-XMLPlistFuzzer BinaryPlistFuzzer ArchiveFuzzer}
@@ -56,12 +56,14 @@ if [[ " $want " == *" ArchiveFuzzer "* ]]; then
     module FileSystemIO
     module ArchiveIO
     module Digest
+    module HTTPTransport
+    module PatchCodec
     module HostedContent
 fi
 for t in $want; do
     case $t in
     XMLPlistFuzzer | BinaryPlistFuzzer) target "$t" PropertyList ;;
-    ArchiveFuzzer) target "$t" PropertyList FileSystemIO ArchiveIO Digest HostedContent ;;
+    ArchiveFuzzer) target "$t" PropertyList FileSystemIO ArchiveIO Digest HTTPTransport PatchCodec HostedContent ;;
     *) echo "unknown target $t" >&2; exit 2 ;;
     esac
 done
