@@ -70,33 +70,52 @@ extension InstallSession {
                     path: destinationPath)
             }
         }
-        lastInspected = nil  // may be from the streaming phase: look again
         var damaged: [String] = []
+        lastInspected = nil
         for file in carried {
-            let location = destinationPath + "/" + file.path
-            switch try inspect(file.path) {
-            case .absent:
-                damaged.append("\(location) is missing")
-            case .file(let size):
-                if let found = try matches(file.path, size: size, [file.record]) {
-                    hashedInPlace[file.path] = found  // planning finds it in place without reading it again
-                } else {
-                    damaged.append("\(location) changed since it was installed (\(target) has \(file.size) bytes, SHA-256 \(file.sha256))")
-                }
-            case .other(let kind):
-                damaged.append("\(location) is a \(kind.noun), not the installed file")
-            case .blocked(let message):
-                damaged.append(message)
-            }
+            _ = try findInPlace(
+                file.path, [file.record], needing: "\(target) has \(file.size) bytes, SHA-256 \(file.sha256)", damaged: &damaged)
         }
         lastInspected = nil
         guard damaged.isEmpty else {
-            throw HCPackError(
-                .invalidPackage,
-                "\(archive) does not carry \(damaged.count == 1 ? "a file" : "\(damaged.count) files") it needs from \(destinationPath); nothing was changed; \(remedy) (it restores them):\n  "
-                    + damaged.joined(separator: "\n  "),
-                path: destinationPath)
+            throw damagedFiles(damaged, rule: nil, "\(archive) does not carry {files} it needs from \(destinationPath)", remedy: remedy)
         }
+    }
+
+    /// Looks at DEST's copy of `path`: the record of `records` it holds, noted for planning (which then finds
+    /// it in place without reading it again), or nil after adding to `damaged` why it holds none. Callers set
+    /// `lastInspected` to nil before and after a run of calls (a folder from the streaming phase may be stale).
+    /// - Parameter needing: what the delta needs there, for the line in `damaged`.
+    func findInPlace(_ path: String, _ records: [FileRecord], needing: String, damaged: inout [String]) throws(HCPackError)
+        -> FileRecord?
+    {
+        let location = destinationPath + "/" + path
+        switch try inspect(path) {
+        case .file(let size):
+            if let found = try matches(path, size: size, records) {
+                hashedInPlace[path] = found
+                return found
+            }
+            damaged.append("\(location) changed since it was installed (\(needing))")
+        case .absent:
+            damaged.append("\(location) is missing (\(needing))")
+        case .other(let kind):
+            damaged.append("\(location) is a \(kind.noun), not the installed file (\(needing))")
+        case .blocked(let message):
+            damaged.append(message)
+        }
+        return nil
+    }
+
+    /// The refusal of a delta for the DEST files in `damaged` (from `findInPlace`), one a line: nothing was
+    /// changed, and the full archive restores them. `{files}` in `what` becomes "a file" or "N files".
+    func damagedFiles(_ damaged: [String], rule: Rule?, _ what: String, remedy: String) -> HCPackError {
+        let files = damaged.count == 1 ? "a file" : "\(damaged.count) files"
+        return HCPackError(
+            .invalidPackage,
+            (rule.map { "[\($0.rawValue)] " } ?? "") + what.replacingOccurrences(of: "{files}", with: files)
+                + "; nothing was changed; \(remedy) (it restores them):\n  " + damaged.joined(separator: "\n  "),
+            path: destinationPath)
     }
 
     /// A carried-over file the plan would place changed after `checkBase` looked: its bytes are not at hand.

@@ -48,33 +48,19 @@ extension InstallSession {
         var toMake: [PatchedFile] = []
         lastInspected = nil
         for item in patched {
-            let location = destinationPath + "/" + item.patch.path
-            let wanted = "the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
-            switch try inspect(item.patch.path) {
-            case .file(let size):
-                // Planning finds the file without reading it again. Already the new file (the same version again,
-                // or an interrupted install run again): nothing to make, planning skips it.
-                if let found = try matches(item.patch.path, size: size, [item.file.record, item.patch.base]) {
-                    hashedInPlace[item.patch.path] = found
-                    if found != item.file.record { toMake.append(item) }
-                } else {
-                    damaged.append("\(location) is not the file the delta patches (it needs \(wanted))")
-                }
-            case .absent:
-                damaged.append("\(location) is missing (the delta patches \(wanted))")
-            case .other(let kind):
-                damaged.append("\(location) is a \(kind.noun), not the file the delta patches")
-            case .blocked(let message):
-                damaged.append(message)
-            }
+            // Already the new file (the same version again, or an interrupted install run again): nothing to make,
+            // planning skips it.
+            let found = try findInPlace(
+                item.patch.path, [item.file.record, item.patch.base],
+                needing: "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)",
+                damaged: &damaged)
+            if let found, found != item.file.record { toMake.append(item) }
         }
         lastInspected = nil
         guard damaged.isEmpty else {
-            throw HCPackError(
-                .invalidPackage,
-                "[\(Rule.patchBase.rawValue)] \(archive) patches \(damaged.count == 1 ? "a file" : "\(damaged.count) files") of \(destinationPath) that changed since they were installed; nothing was changed; install the full archive of \(target) instead (it restores them):\n  "
-                    + damaged.joined(separator: "\n  "),
-                path: destinationPath)
+            throw damagedFiles(
+                damaged, rule: .patchBase, "\(archive) patches {files} of \(destinationPath) that changed since they were installed",
+                remedy: "install the full archive of \(target) instead")
         }
         for item in toMake { try apply(item, package: package, staging: staging, archive: archive) }
         // The made files are durable before the journal says they may be placed: one syncfs for all of them
