@@ -135,6 +135,26 @@ def zip_with_encrypted_entries():
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 2, 2, len(central), len(out), 0)
     return out + central + end
 write(f"{A}/encrypted.zip", zip_with_encrypted_entries())
+
+# A delta whose patch record claims a base and a result of 2^63-1 bytes each: their sum overflowed and trapped in
+# verify's window check (outside review, finding 04; pinned in Tests/HostedContentTests/FuzzRegressionTests.swift).
+# The patch is a zstd frame of RLE blocks (4096 zero bytes), written by hand; every entry stored.
+def zero_frame(n, window_log):
+    out = b"\x28\xb5\x2f\xfd" + bytes([3 << 6, (window_log - 10) << 3]) + n.to_bytes(8, "little")
+    left = n
+    while left:
+        size = min(128 << 10, left); left -= size
+        out += ((size << 3) | 2 | (left == 0)).to_bytes(3, "little") + b"\0"
+    return out
+patch, huge = zero_frame(4096, 20), 2**63 - 1
+delta_info = {"IAPProductIdentifier": "com.example.levels", "ContentVersion": "1.1", "Files": ["big.bin"],
+              "HCPackIntegrity": {"big.bin": {"Size": huge, "SHA256": hashlib.sha256(b"").hexdigest()}},
+              "HCPackDeltaBase": {"ContentVersion": "1.0", "PlistSHA256": "a" * 64, "TargetPlistSHA256": "b" * 64},
+              "HCPackPatches": {"big.bin": {"BaseSize": huge, "BaseSHA256": "c" * 64, "PatchSize": len(patch),
+                                            "PatchSHA256": hashlib.sha256(patch).hexdigest(), "WindowLog": 31}}}
+with zipfile.ZipFile(f"{A}/delta-patch-overflow.zip", "w") as z:
+    z.writestr(zipfile.ZipInfo("ContentInfo.plist", (2026, 1, 1, 0, 0, 0)), plistlib.dumps(delta_info, sort_keys=False))
+    z.writestr(zipfile.ZipInfo("Contents/.hcpack-patches/big.bin", (2026, 1, 1, 0, 0, 0)), patch)
 PY
 
 # Compressed tars and xar from the plain tar, with the system tools (libarchive reads what they write).

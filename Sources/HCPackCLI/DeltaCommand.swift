@@ -13,6 +13,7 @@ struct DeltaCommand: Command {
             OptionSpec("output", short: "o", value: "PATCH", required: true, help: "Where to write the delta archive."),
             OptionSpec("format", value: "zip|tar.gz", help: "Archive format (default: from PATCH's extension, else zip)."),
             BuildCommand.compressionOption, BuildCommand.sourceDateEpochOption,
+            OptionSpec("no-patches", help: "Carry every changed file whole, never as a binary patch (for clients that cannot apply patches)."),
             OptionSpec("sign-key", value: "KEY", help: "Sign the delta (PATCH.hcsig) with this key, as hcpack sign."),
             SigningOptions.keyName, SigningOptions.expires, SigningOptions.signature,
             OptionSpec("force", help: "Replace an existing PATCH (and its signed note)."),
@@ -23,7 +24,9 @@ struct DeltaCommand: Command {
         discussion: """
             PATCH is a package: NEW's ContentInfo.plist with HCPackDeltaBase added (the base version and the SHA-256
             of OLD's and NEW's plists), and under Contents/ only the files that are new or whose SHA-256 changed; a
-            changed file travels as a binary patch against OLD's copy when that is smaller (HCPackPatches).
+            changed file travels as a binary patch against OLD's copy when that is smaller (HCPackPatches), unless
+            --no-patches is given. The limits (--max-bytes, --max-ratio, --max-size) apply to what the patches make
+            as install applies them: a patch that would pass --max-ratio travels whole instead.
             'hcpack install PATCH --dest DIR' applies it only where DIR holds OLD, unchanged (docs/self-hosting.md).
             The same inputs always give the same bytes. NEW must record every file (hcpack build does).
             Exit status: 0 written, 1 OLD or NEW invalid, different products or NEW not newer, 2 usage error or
@@ -52,6 +55,7 @@ struct DeltaCommand: Command {
         options.compression = try BuildCommand.compression(arguments, command: name) ?? options.compression
         options.sourceDateEpoch = try BuildCommand.sourceDateEpoch(arguments, context: context, command: name)
         options.force = arguments.flag("force")
+        if arguments.flag("no-patches") { options.patchWindowLog = nil }
         try LimitOptions.apply(arguments, to: &options.verify, command: name)
         self.options = options
         signing = try SignRequest(

@@ -5,7 +5,7 @@ extension InspectCommand {
     static func text(receipts: [InstallReceipt], label: String) -> String {
         var text = "\(label): an install destination with \(ReportRendering.plural(receipts.count, "product"))\n"
         for receipt in receipts {
-            let bytes = receipt.files.reduce(Int64(0)) { $0 + $1.size }
+            let bytes = receipt.files.saturatingSum(\.size)
             text +=
                 "  \(receipt.productIdentifier) \(receipt.version): \(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
             let signers = receipt.signers ?? []
@@ -27,7 +27,7 @@ extension InspectCommand {
                         .object([
                             ("productIdentifier", .string(receipt.productIdentifier)), ("version", .string(receipt.version)),
                             ("files", .number(Int64(receipt.files.count))),
-                            ("bytes", .number(receipt.files.reduce(Int64(0)) { $0 + $1.size })),
+                            ("bytes", .number(receipt.files.saturatingSum(\.size))),
                             (
                                 "signers",
                                 .array(

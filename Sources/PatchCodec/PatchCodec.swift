@@ -14,11 +14,14 @@ public enum PatchCodec {
 
     /// The window (a power of two, as its log) a patch from `baseSize` to `targetSize` bytes needs so every
     /// byte of the base stays reachable while the target is made: nil when that is over `limit`.
+    /// The sizes are untrusted (a delta's plist): negative ones, or a sum past `Int64.max`, give nil.
     public static func windowLog(baseSize: Int64, targetSize: Int64, limit: Int = largestWindowLog) -> Int? {
-        let span = baseSize + targetSize
+        let (span, overflow) = baseSize.addingReportingOverflow(targetSize)
+        let highest = min(limit, largestWindowLog)
+        guard !overflow, baseSize >= 0, targetSize >= 0, span <= Int64(1) << highest else { return nil }
         var log = Int(czstd_windowlog_min())
-        while log <= limit && (Int64(1) << log) < span { log += 1 }
-        return log <= min(limit, largestWindowLog) ? log : nil
+        while (Int64(1) << log) < span { log += 1 }
+        return log <= highest ? log : nil
     }
 
     /// The compression level for a file of `size` bytes: files under 1 MiB get zstd's strongest (little time
@@ -33,15 +36,22 @@ public enum PatchCodec {
         }
     }
 
+    /// The most bytes a frame header takes (RFC 8878: magic, descriptor, window, dictionary ID, content size):
+    /// what `frameHeader` needs of a patch's start.
+    public static let frameHeaderMaxSize = Int(ZSTD_FRAMEHEADERSIZE_MAX)
+
     /// What a patch's frame header declares (`ZSTD_getFrameHeader`).
     public struct FrameHeader: Sendable, Equatable {
         /// The size of the file the patch makes; nil when the frame does not say.
         public var contentSize: Int64?
         /// The window the frame needs, in bytes.
         public var windowSize: Int64
+        /// The dictionary the frame names; 0 for none, as a patch made against a prefix has.
+        public var dictionaryID: UInt32 = 0
     }
 
-    /// Reads the frame header at the start of `patch`; nil when it is not a complete zstd frame header.
+    /// Reads the frame header at the start of `patch` (its first `frameHeaderMaxSize` bytes are enough); nil
+    /// when it is not a complete zstd frame header.
     public static func frameHeader(_ patch: UnsafeRawBufferPointer) -> FrameHeader? {
         guard let start = patch.baseAddress else { return nil }
         var header = ZSTD_frameHeader()
@@ -49,7 +59,29 @@ public enum PatchCodec {
         let size = header.frameContentSize
         return FrameHeader(
             contentSize: size == czstd_content_size_unknown() || size > UInt64(Int64.max) ? nil : Int64(size),
-            windowSize: header.windowSize > UInt64(Int64.max) ? .max : Int64(header.windowSize))
+            windowSize: header.windowSize > UInt64(Int64.max) ? .max : Int64(header.windowSize),
+            dictionaryID: UInt32(header.dictID))
+    }
+
+    /// Why a frame header does not fit the record of the patch it starts, without the base: nil when it fits.
+    /// - Parameters:
+    ///   - head: the patch's first bytes (all of them for a patch shorter than `frameHeaderMaxSize`).
+    ///   - windowLog: the window the record declares.
+    ///   - resultSize: the size the result must have.
+    public static func headerMismatch(_ head: UnsafeRawBufferPointer, windowLog: Int, resultSize: Int64) -> PatchError? {
+        guard let header = frameHeader(head) else {
+            return PatchError(.corrupt, "does not start with a complete zstd frame header")
+        }
+        guard windowLog >= 0, windowLog <= largestWindowLog, header.windowSize <= Int64(1) << windowLog else {
+            return PatchError(.window, "the frame needs a \(header.windowSize)-byte window, over the declared 2^\(windowLog)")
+        }
+        guard header.contentSize == resultSize else {
+            return PatchError(.size, "the frame makes \(header.contentSize.map(String.init) ?? "an undeclared number of") bytes, not the recorded \(resultSize)")
+        }
+        guard header.dictionaryID == 0 else {
+            return PatchError(.corrupt, "the frame names dictionary \(header.dictionaryID); a patch's only dictionary is its base")
+        }
+        return nil
     }
 
     /// Makes the patch that turns `base` into `target`, writing it to `output` (a descriptor open for writing).
@@ -113,7 +145,7 @@ public enum PatchCodec {
     ///     (`ZSTD_d_windowLogMax`), so the patch cannot ask for more memory than it said.
     /// - Throws: `PatchError`: `.window` for a frame over the declared window, `.size` for a frame that declares
     ///   or makes another size than `output`'s, `.corrupt` for anything else libzstd refuses (a damaged frame,
-    ///   a checksum mismatch, trailing bytes, a truncated patch).
+    ///   a dictionary ID, a checksum mismatch, trailing bytes, a truncated patch).
     ///   - produced: called with each run of result bytes as it is made, in order (to hash it without reading
     ///     the result again).
     public static func applyPatch(
@@ -121,13 +153,7 @@ public enum PatchCodec {
         produced: ((UnsafeRawBufferPointer) -> Void)? = nil
     ) throws(PatchError) {
         let bytes = patch.bytes
-        guard let header = frameHeader(bytes) else { throw PatchError(.corrupt, "not a zstd frame") }
-        guard windowLog >= 0, windowLog <= largestWindowLog, header.windowSize <= Int64(1) << windowLog else {
-            throw PatchError(.window, "the frame needs a \(header.windowSize)-byte window, over the declared 2^\(windowLog)")
-        }
-        guard header.contentSize == Int64(output.count) else {
-            throw PatchError(.size, "the frame makes \(header.contentSize.map(String.init) ?? "an undeclared number of") bytes, not the recorded \(output.count)")
-        }
+        if let mismatch = headerMismatch(bytes, windowLog: windowLog, resultSize: Int64(output.count)) { throw mismatch }
         guard let start = bytes.baseAddress, ZSTD_findFrameCompressedSize(start, bytes.count) == bytes.count else {
             throw PatchError(.corrupt, "the patch is not exactly one zstd frame (truncated, or bytes after it)")
         }

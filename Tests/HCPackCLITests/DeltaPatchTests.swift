@@ -74,7 +74,8 @@ struct PatchCorpus {
     }
 
     /// The delta unpacked, edited by `edit` (the plist as a dictionary, the patches folder), and zipped again
-    /// with Python's zipfile (the plist first, as hcpack writes it).
+    /// with Python's zipfile (the plist first, as hcpack writes it). `zero_frame(n, window_log)` writes a zstd
+    /// frame of RLE blocks that makes n zero bytes from a few bytes per 128 KiB (a patch bomb).
     func tampered(_ name: String, edit: String) -> String {
         let output = folder.url(name)
         let script = """
@@ -93,6 +94,20 @@ struct PatchCorpus {
                 entries['Contents/.hcpack-patches/' + path] = data
                 patches[path]['PatchSize'] = len(data)
                 patches[path]['PatchSHA256'] = hashlib.sha256(data).hexdigest()
+            def zero_frame(n, window_log):
+                out = b'\\x28\\xb5\\x2f\\xfd' + bytes([3 << 6, (window_log - 10) << 3]) + n.to_bytes(8, 'little')
+                left = n
+                while left:
+                    size = min(128 << 10, left); left -= size
+                    out += ((size << 3) | 2 | (left == 0)).to_bytes(3, 'little') + b'\\0'
+                return out
+            def make_zeros(path, n):
+                set_patch(path, zero_frame(n, 31))
+                patches[path]['WindowLog'] = 31
+                digest, block = hashlib.sha256(), bytes(1 << 20)
+                for offset in range(0, n, len(block)):
+                    digest.update(block[:n - offset])
+                plist['HCPackIntegrity'][path] = dict(Size=n, SHA256=digest.hexdigest())
             \(edit)
             entries['ContentInfo.plist'] = plistlib.dumps(plist)
             with zipfile.ZipFile(output, 'w') as z:
@@ -184,12 +199,18 @@ struct DeltaPatchTests {
             // (edit of the unpacked delta, the rule, whether verify already refuses it)
             ("set_patch('data/levels.json', patch_bytes('data/levels.json')[:-20])", "delta.patch-result", false),
             ("d = bytearray(patch_bytes('data/assets.pak')); d[len(d)//2] ^= 0xff; set_patch('data/assets.pak', bytes(d))", "delta.patch-result", false),
-            ("plist['HCPackIntegrity']['data/assets.pak']['Size'] += 1", "delta.patch-result", false),
+            // The frame header declares another size than the record (verify reads it: issue 32 review).
+            ("plist['HCPackIntegrity']['data/assets.pak']['Size'] += 1", "delta.patch-result", true),
             ("plist['HCPackIntegrity']['data/levels.json']['SHA256'] = '0' * 64", "delta.patch-result", false),
-            ("set_patch('data/levels.json', patch_bytes('data/assets.pak'))", "delta.patch-result", false),
+            ("set_patch('data/levels.json', patch_bytes('data/assets.pak'))", "delta.patch-result", true),
             // The frame declares a 2^27-byte window, over its record's WindowLog: the single-segment frame's header
             // rewritten with a window descriptor (it decodes to the same bytes with a wider window).
-            ("d = bytearray(patch_bytes('data/levels.json')); assert d[4] & 0x20 and d[4] >> 6 == 2; d[4] &= 0xdf; d[5:5] = bytes([17 << 3]); set_patch('data/levels.json', bytes(d))", "delta.patch-result", false),
+            ("d = bytearray(patch_bytes('data/levels.json')); assert d[4] & 0x20 and d[4] >> 6 == 2; d[4] &= 0xdf; d[5:5] = bytes([17 << 3]); set_patch('data/levels.json', bytes(d))", "delta.patch-result", true),
+            // The frame names a dictionary (a one-byte dictionary ID after the descriptor); not a frame at all; a
+            // patch shorter than a frame header.
+            ("d = bytearray(patch_bytes('data/levels.json')); assert d[4] & 0x20 and d[4] & 3 == 0; d[4] |= 1; d[5:5] = bytes([7]); set_patch('data/levels.json', bytes(d))", "delta.patch-result", true),
+            ("set_patch('data/levels.json', b'PK' * 3000)", "delta.patch-result", true),
+            ("set_patch('data/levels.json', patch_bytes('data/levels.json')[:5])", "delta.patch-result", true),
             ("patches['data/levels.json']['PatchSHA256'] = '1' * 64", "delta.patch-mismatch", true),
             ("patches['data/levels.json']['WindowLog'] = 10", "delta.patch-malformed", true),
             ("patches['data/levels.json']['WindowLog'] = 40", "delta.patch-malformed", true),
@@ -213,6 +234,113 @@ struct DeltaPatchTests {
         #expect(result.status == 1, "\(result.stderr)")
         #expect((result.stderr + result.stdout).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
         #expect(treeListing(dest) == before && regularFiles(dest) == files)
+    }
+
+    @Test(
+        "A patch bomb (a zstd frame of zeros, its records edited to match) is refused by verify and install under the archive's limits",
+        arguments: [
+            // (flags, the rule): --max-bytes bounds one made file and the total; the default ratio bounds 128 MiB made
+            // from about 370 KB of patches and bases (the patches together: the asset's counts too).
+            (["--max-bytes", "8000000", "--max-ratio", "2"], "archive.limit-exceeded"),
+            ([], "archive.compression-ratio"),
+            (["--max-size", "1000000", "--max-ratio", "10000"], "content.too-large"),
+        ])
+    func patchBomb(flags: [String], rule: String) throws {
+        let corpus = PatchCorpus(assetSize: 256 << 10)
+        #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
+        let bomb = corpus.tampered("bomb.zip", edit: "make_zeros('data/levels.json', 128 << 20)")
+        let bombSize = try #require(try FileManager.default.attributesOfItem(atPath: bomb)[.size] as? Int)
+        #expect(bombSize < 300_000)
+        let verified = hcpack(["verify", bomb] + flags)
+        #expect(verified.status == 1 && verified.stdout.contains("[\(rule)]"), "\(verified.stdout)")
+        let dest = corpus.installedV1("dest")
+        let before = treeListing(dest), files = regularFiles(dest)
+        let result = hcpack(["install", bomb, "--dest", dest] + flags)
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect((result.stdout + result.stderr).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
+        #expect(treeListing(dest) == before && regularFiles(dest) == files)
+        #expect(leftovers(dest).isEmpty)
+    }
+
+    @Test("Sizes near 2^63 in a delta's records end verify, inspect, install and diff with an answer, never a trap")
+    func overflowingSizes() throws {
+        let corpus = PatchCorpus(assetSize: 256 << 10)
+        #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
+        let binary = hcpackBinary()
+        let base = corpus.tampered("base.zip", edit: "patches['data/levels.json']['BaseSize'] = 2**63 - 1")
+        let made = corpus.tampered("made.zip", edit: "plist['HCPackIntegrity']['data/assets.pak']['Size'] = 2**63 - 2")
+        // Each size valid alone; their sum is past 2^63.
+        let summed = corpus.tampered("summed.zip", edit: "for r in plist['HCPackIntegrity'].values(): r['Size'] = 5 * 10**18")
+        for (index, hostile) in [base, made].enumerated() {
+            let verified = run(binary, ["verify", hostile])
+            #expect(verified.status == 1 && verified.output.contains("[delta.patch-malformed]"), "\(verified.output)")
+            let inspected = run(binary, ["inspect", hostile])
+            #expect(inspected.status == 0 && inspected.output.contains("Verification: INVALID"), "\(inspected.output)")
+            let dest = corpus.installedV1("dest-\(index)")
+            let before = treeListing(dest)
+            let installed = run(binary, ["install", hostile, "--dest", dest])
+            #expect(installed.status == 1 && installed.output.contains("[delta.patch-malformed]"), "\(installed.output)")
+            #expect(treeListing(dest) == before && leftovers(dest).isEmpty)
+        }
+        let diffed = run(binary, ["diff", corpus.v1, summed, "--json"])
+        #expect(diffed.status == 0, "\(diffed.output)")
+        #expect(run(binary, ["diff", summed, corpus.v1]).status == 0)
+        #expect(run(binary, ["inspect", summed, "--json"]).status == 0)
+    }
+
+    @Test("delta keeps a patch only while install's ratio allows what the patches make; --no-patches carries every file whole")
+    func ratioAndNoPatches() throws {
+        let folder = TemporaryFolder()
+        func package(_ name: String, version: String, zeros: Int) -> String {
+            folder.write("\(name)/Contents/zeros.bin", [UInt8](repeating: 0, count: zeros))
+            folder.write("\(name)/Contents/keep.txt", Array("same\n".utf8))
+            folder.write(
+                "\(name)/ContentInfo.plist",
+                plistXML("<key>IAPProductIdentifier</key><string>com.example.zeros</string><key>ContentVersion</key><string>\(version)</string>"))
+            let output = folder.url(name + ".zip")
+            let built = hcpack(["build", folder.url(name), "-o", output, "--compression", "store", "-q"])
+            #expect(built.status == 0, "\(built.stderr)")
+            return output
+        }
+        // 20 MiB of zeros from a 4 KiB base: a patch of a few hundred bytes, a ratio in the thousands, past the
+        // 16 MiB grace.
+        let v1 = package("v1", version: "1.0", zeros: 4096), v2 = package("v2", version: "1.1", zeros: 20 << 20)
+        func delta(_ name: String, _ flags: [String]) throws -> [String] {
+            let output = folder.url(name)
+            let made = hcpack(["delta", v1, v2, "-o", output, "--compression", "store", "--json"] + flags)
+            #expect(made.status == 0, "\(made.stderr)")
+            let summary = try #require(jsonObject(made.stdout))
+            let verified = hcpack(["verify", output] + flags)
+            #expect(verified.status == 0, "\(verified.stdout)")
+            return try #require(summary["patched"] as? [[String: Any]]).compactMap { $0["path"] as? String }
+        }
+        #expect(try delta("whole.zip", []) == [])
+        #expect(try delta("patched.zip", ["--max-ratio", "1000000"]) == ["zeros.bin"])
+        // What the patch makes counts against --max-ratio at install as at delta.
+        let dest = folder.url("dest")
+        folder.makeFolder("dest")
+        #expect(hcpack(["install", v1, "--dest", dest]).status == 0)
+        let refused = hcpack(["install", folder.url("patched.zip"), "--dest", dest])
+        #expect(refused.status == 1 && (refused.stdout + refused.stderr).contains("[archive.compression-ratio]"), "\(refused.stdout)")
+        let installed = hcpack(["install", folder.url("patched.zip"), "--dest", dest, "--max-ratio", "1000000"])
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(folder.read("dest/zeros.bin")?.count == 20 << 20)
+        // A small zero file stays patched at the default ratio (the grace covers it), unless --no-patches.
+        let v3 = package("v3", version: "1.2", zeros: 200_000)
+        for (flags, patched) in [([String](), ["zeros.bin"]), (["--no-patches"], [])] {
+            let output = folder.url("small\(patched.count).zip")
+            let made = hcpack(["delta", v1, v3, "-o", output, "--json"] + flags)
+            #expect(made.status == 0, "\(made.stderr)")
+            let summary = try #require(jsonObject(made.stdout))
+            #expect(try #require(summary["patched"] as? [[String: Any]]).compactMap { $0["path"] as? String } == patched)
+            let listing = run("unzip", ["-Z1", output]).output
+            #expect(listing.contains("Contents/zeros.bin") == patched.isEmpty, "\(listing)")
+            let target = folder.url("dest\(patched.count)")
+            folder.makeFolder("dest\(patched.count)")
+            #expect(hcpack(["install", v1, "--dest", target]).status == 0)
+            #expect(hcpack(["install", output, "--dest", target]).status == 0)
+            #expect(folder.read("dest\(patched.count)/zeros.bin") == [UInt8](repeating: 0, count: 200_000))
+        }
     }
 }
 

@@ -113,4 +113,42 @@ struct PatchCodecTests {
         #expect(PatchCodec.windowLog(baseSize: 1 << 30, targetSize: (1 << 30) + 1) == nil)
         #expect(PatchCodec.windowLog(baseSize: 1 << 20, targetSize: 1 << 20, limit: 20) == nil)
     }
+
+    @Test("Sizes from a hostile record give no window instead of trapping: a sum past 2^63, negative sizes")
+    func untrustedSizes() {
+        #expect(PatchCodec.windowLog(baseSize: .max, targetSize: 1) == nil)
+        #expect(PatchCodec.windowLog(baseSize: 1 << 62, targetSize: 1 << 62) == nil)
+        #expect(PatchCodec.windowLog(baseSize: 0, targetSize: .max) == nil)
+        #expect(PatchCodec.windowLog(baseSize: -1, targetSize: 10) == nil)
+        #expect(PatchCodec.windowLog(baseSize: .min, targetSize: .max, limit: 40) == nil)
+    }
+
+    /// A frame header: magic, descriptor, window descriptor (when not single-segment), dictionary ID, content size.
+    static func header(singleSegment: Bool = false, windowLog: Int = 20, dictionaryID: UInt8? = nil, contentSize: UInt32? = 4096) -> [UInt8] {
+        let sizeFlag: UInt8 = contentSize == nil ? 0 : 2  // 4 bytes (or, single-segment with flag 0, 1 byte)
+        var bytes: [UInt8] = [0x28, 0xb5, 0x2f, 0xfd, sizeFlag << 6 | (singleSegment ? 0x20 : 0) | (dictionaryID == nil ? 0 : 1)]
+        if !singleSegment { bytes.append(UInt8(windowLog - 10) << 3) }
+        if let dictionaryID { bytes.append(dictionaryID) }
+        if let contentSize { bytes += withUnsafeBytes(of: contentSize.littleEndian, Array.init) }
+        return bytes
+    }
+
+    @Test("A frame header is held to its record without the base: window, content size, dictionary, a whole header")
+    func headerChecks() {
+        func mismatch(_ bytes: [UInt8], windowLog: Int = 20, size: Int64 = 4096) -> PatchError.Kind? {
+            bytes.withUnsafeBytes { PatchCodec.headerMismatch($0, windowLog: windowLog, resultSize: size)?.kind }
+        }
+        #expect(mismatch(Self.header()) == nil)
+        #expect(mismatch(Self.header(singleSegment: true)) == nil)
+        #expect(mismatch(Self.header(windowLog: 21)) == .window)
+        #expect(mismatch(Self.header(), windowLog: 19) == .window)
+        #expect(mismatch(Self.header(), windowLog: 40) == .window)
+        #expect(mismatch(Self.header(), size: 4097) == .size)
+        #expect(mismatch(Self.header(contentSize: nil)) == .size)
+        #expect(mismatch(Self.header(dictionaryID: 7)) == .corrupt)
+        #expect(mismatch(Array(Self.header().prefix(7))) == .corrupt)  // cut inside the content size
+        #expect(mismatch(Array("not a zstd frame".utf8)) == .corrupt)
+        #expect(mismatch([]) == .corrupt)
+        #expect(PatchCodec.frameHeaderMaxSize == 18)
+    }
 }

@@ -49,6 +49,8 @@ extension DeltaBuilder {
         let oldContents = try DirectoryHandle.open(oldRoot + "/" + Verifier.contentsFolder)
         var records: [FilePatch] = []
         var summaries: [DeltaPatchSummary] = []
+        // What the kept patches make, held to the ratio install holds them to (PatchOutput).
+        var kept = PatchOutput()
         for path in candidates.sorted() {
             guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
             var parts = path.split(separator: "/")
@@ -72,11 +74,15 @@ extension DeltaBuilder {
                 }
             }
             // Whole unless the patch saves more than its own cost (its plist record and longer entry names, a few
-            // hundred bytes): re-encoded media, a file rewritten through and through, small files.
-            guard size + minimumSaving <= madeRecord.size else {
+            // hundred bytes): re-encoded media, a file rewritten through and through, small files. Whole too when
+            // install would refuse what the patches make from so little (--max-ratio): the archive's own limits
+            // then judge the file, as build's do.
+            let withPatch = kept.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
+            guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else {
                 _ = try patchFolder.removeFile(leaf)
                 continue
             }
+            kept = withPatch
             guard let digest = try patchFolder.digest(leaf) else {
                 throw HCPackError(.io, "\(location) vanished while the delta was being made", path: location)
             }

@@ -1,3 +1,4 @@
+import ArchiveIO
 import Digest
 import PatchCodec
 import PropertyList
@@ -43,6 +44,17 @@ public struct FilePatch: Sendable, Equatable {
     static func isPatchEntry(_ path: String) -> Bool {
         path.hasPrefix(Verifier.contentsPrefix + folder + "/")
     }
+
+    /// True for a name, below the package root or below one top-level folder (an archive's names before its
+    /// root is known), inside the patches folder: a scan keeps such a file's first bytes.
+    static func mayBePatch(_ name: String) -> Bool {
+        let bytes = name.utf8
+        if bytes.starts(with: patchPrefix) { return true }
+        guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return false }
+        return bytes[bytes.index(after: slash)...].starts(with: patchPrefix)
+    }
+
+    private static let patchPrefix = Array((Verifier.contentsPrefix + folder + "/").utf8)
 
     /// Why `HCPackPatches` is malformed.
     public struct FormatError: Error, Sendable {
@@ -105,15 +117,28 @@ public struct FilePatch: Sendable, Equatable {
                 }))
     }
 
+    /// The sizes `check` holds the patches' output to (`PatchOutput`).
+    struct Bounds {
+        var limits: ArchiveLimits
+        /// `--max-size`; `Int64.max` when the content is already reported over it.
+        var maxSize: Int64
+        /// The bytes of every file entry of the package.
+        var archiveBytes: Int64
+        /// The bytes of the files under Contents/, patches included.
+        var contentBytes: Int64
+    }
+
     /// Verify's checks of a package's patches, as far as they go without the base: the records are well
     /// formed and belong to a delta, each names a listed file with an integrity record that the delta does not
     /// also carry whole, its window covers base and result, and its entry is there with the recorded size
-    /// and SHA-256; nothing else is in the patches folder.
+    /// and SHA-256 and a zstd frame header that declares the recorded result, a window within the record's
+    /// and no dictionary; nothing else is in the patches folder; what the patches make keeps to `bounds`.
     /// - Parameters:
     ///   - entry: the snapshot's entry at a path below the package root, if any.
-    ///   - patchEntries: the paths of the file entries inside the patches folder.
+    ///   - patchEntries: the file entries inside the patches folder.
     static func check(
-        _ info: ContentInfo, isDelta: Bool, listed: Set<String>, entry: (String) -> PackageEntry?, patchEntries: [String]
+        _ info: ContentInfo, isDelta: Bool, listed: Set<String>, entry: (String) -> PackageEntry?, patchEntries: [PackageEntry],
+        bounds: Bounds
     ) -> [Problem] {
         var problems = ProblemList()
         let patches: [String: FilePatch]
@@ -127,6 +152,8 @@ public struct FilePatch: Sendable, Equatable {
             problems.add(.patchMalformed, path: ContentInfo.fileName, "\(key) belongs to a delta, and this package has no \(DeltaBase.key); make the delta again")
         }
         let records = (try? info.parseIntegrity()) ?? nil
+        var output = PatchOutput()
+        var results: [(path: String, size: Int64)] = []
         for patch in patches.values.sorted(by: { $0.path < $1.path }) {
             let target = Verifier.contentsPrefix + patch.path
             guard listed.contains(patch.path), let made = records?[patch.path] else {
@@ -136,6 +163,8 @@ public struct FilePatch: Sendable, Equatable {
             if entry(target) != nil {
                 problems.add(.patchMalformed, path: target, "the delta carries this file both whole and as a patch; make the delta again")
             }
+            output.add(result: made.size, patch: patch.patch.size, base: patch.base.size)
+            results.append((target, made.size))
             if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: patch.windowLog) == nil {
                 problems.add(.patchMalformed, path: target, "the patch's window (2^\(patch.windowLog) bytes) is smaller than its base and result together; make the delta again")
             }
@@ -147,12 +176,25 @@ public struct FilePatch: Sendable, Equatable {
                 problems.add(.patchMismatch, path: patch.entryPath, "is \(stored.size) bytes but \(key) records \(patch.patch.size); the patch changed after the delta was made")
             } else if let digest = stored.sha256, !digest.matchesHex(patch.patch.sha256) {
                 problems.add(.patchMismatch, path: patch.entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(patch.patch.sha256); the patch changed after the delta was made")
+            } else if let head = stored.head,
+                let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: patch.windowLog, resultSize: made.size) })
+            {
+                // Install would refuse it when applying: the same rule, before any download of the base's worth.
+                problems.add(.patchResult, path: patch.entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
             }
         }
         let expected = Set(patches.values.map(\.entryPath))
-        for path in patchEntries where !expected.contains(path) {
-            problems.add(.patchMismatch, path: path, "a file in \(Verifier.contentsPrefix)\(folder)/ that \(key) does not record; make the delta again")
+        var patchBytes: Int64 = 0
+        for stored in patchEntries {
+            patchBytes = patchBytes.addingSaturated(stored.size)
+            if !expected.contains(stored.path) {
+                problems.add(.patchMismatch, path: stored.path, "a file in \(Verifier.contentsPrefix)\(folder)/ that \(key) does not record; make the delta again")
+            }
         }
+        let carried = bounds.contentBytes == .max ? .max : max(0, bounds.contentBytes - patchBytes)
+        problems.append(
+            contentsOf: output.problems(
+                results: results, archiveBytes: bounds.archiveBytes, carriedBytes: carried, limits: bounds.limits, maxSize: bounds.maxSize))
         return problems.problems
     }
 }

@@ -167,7 +167,7 @@ final class ProductRun: Sendable {
         let onDisk = min(size, try FileSystem.status(path)?.size ?? 0)
         // The rest of the download, plus as much again to stage the install (the content may need more when
         // compressed: the installer then stops on a full disk with DIR as it was).
-        let needed = (size - onDisk) + size
+        let needed = (size - onDisk).addingSaturated(size)  // a catalog's size may be near 2^63
         let available = try FileSystem.availableBytes(options.destination)
         if available < needed {
             throw HCPackError(

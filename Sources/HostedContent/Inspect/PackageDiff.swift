@@ -50,7 +50,8 @@ public struct DiffSide: Sendable {
     /// their recorded size and SHA-256, so a delta compares like the full version it stands for.
     public var delta: DeltaBase?
     /// Total size of the compared files.
-    public var bytes: Int64 { files.values.reduce(0) { $0 + $1.size } }
+    /// (Saturating: a delta's records are its own claims, and several near 2^63 trapped.)
+    public var bytes: Int64 { files.values.saturatingSum(\.size) }
 }
 
 /// The difference between two packages' content files.

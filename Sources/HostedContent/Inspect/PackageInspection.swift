@@ -96,7 +96,7 @@ public enum Inspector {
         var files: [InspectedFile] = []
         var packageBytes: Int64 = 0
         for entry in snapshot.entries where entry.kind == .file {
-            packageBytes += entry.size
+            packageBytes = packageBytes.addingSaturated(entry.size)  // an encrypted entry's size is the header's claim
             guard entry.path.hasPrefix(Verifier.contentsPrefix) else { continue }
             let relative = String(entry.path.dropFirst(Verifier.contentsPrefix.count))
             files.append(
@@ -110,7 +110,7 @@ public enum Inspector {
         case .archive: root = snapshot.rootFolder.map { .archiveFolder(name: $0) } ?? .archiveRoot
         }
         return PackageInspection(
-            report: report, root: root, files: files, contentBytes: files.reduce(0) { $0 + $1.size }, packageBytes: packageBytes,
+            report: report, root: root, files: files, contentBytes: files.saturatingSum(\.size), packageBytes: packageBytes,
             archiveBytes: archiveBytes)
     }
 }

@@ -103,7 +103,7 @@ extension InstallSession {
     func place(_ plan: Plan, package: Package, staging: StagingArea, result: inout InstallResult, undo: inout Undo)
         throws(HCPackError)
     {
-        let totalBytes = plan.place.reduce(Int64(0)) { $0 + $1.size }
+        let totalBytes = plan.place.saturatingSum(\.size)
         var touchedFolders: Set<String> = [""]
         // `isNew`: this install made the folder, so nothing but what it placed there can be in it.
         var destinationFolder: (path: String, handle: DirectoryHandle, isNew: Bool)?

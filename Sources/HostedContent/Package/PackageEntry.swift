@@ -1,3 +1,5 @@
+import PatchCodec
+
 /// A native executable or script, recognised by its first bytes.
 public enum ExecutableKind: String, Sendable, Codable {
     case machO = "Mach-O"
@@ -31,6 +33,16 @@ public enum ExecutableKind: String, Sendable, Codable {
 
 /// One entry of a package, its path relative to the package root.
 public struct PackageEntry: Sendable, Equatable {
+    /// How many leading bytes a scan reads of each file: enough to tell executables apart and to hold a
+    /// patch's whole zstd frame header.
+    public static let headLength = max(ExecutableKind.headLength, PatchCodec.frameHeaderMaxSize)
+
+    /// The part of `head` a scan keeps in the entry named `name`: all of it for a file that may be a patch
+    /// (`FilePatch.mayBePatch`), none otherwise.
+    static func keptHead(_ head: [UInt8], name: String) -> [UInt8]? {
+        FilePatch.mayBePatch(name) ? head : nil
+    }
+
     /// Relative path, '/'-separated, no trailing slash (lossy UTF-8 when `nameIsUTF8` is false).
     public var path: String
     public var kind: EntryKind
@@ -44,6 +56,9 @@ public struct PackageEntry: Sendable, Equatable {
     public var executable: ExecutableKind?
     /// SHA-256 of the data, when it was computed.
     public var sha256: [UInt8]?
+    /// The first bytes (up to `headLength`) of a file in a delta's patches folder, whose zstd frame header
+    /// verify checks (FilePatch.swift); nil for every other entry.
+    public var head: [UInt8]?
     /// The folder file's stamp when it was hashed: a later equal stamp means the same bytes.
     public var stamp: FileStamp?
 

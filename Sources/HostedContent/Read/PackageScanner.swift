@@ -117,6 +117,7 @@ public enum PackageScanner {
         try walk("", depth: 0)
         for (file, result) in zip(pending, try readAll(pending, root: root)) {
             entries[file.index].executable = result.executable
+            entries[file.index].head = result.head
             if let digest = result.sha256 {
                 entries[file.index].sha256 = digest
                 entries[file.index].size = result.size
@@ -149,6 +150,8 @@ public enum PackageScanner {
     /// What reading a file found.
     struct FileFacts: Sendable {
         var executable: ExecutableKind?
+        /// The first bytes (`PackageEntry.headLength`) of a file that may be a patch (`PackageEntry.keptHead`).
+        var head: [UInt8]?
         var sha256: [UInt8]?
         var size: Int64 = 0
         var stamp: FileStamp?
@@ -172,7 +175,8 @@ public enum PackageScanner {
                 guard index < files.count, !slots.failed, !isCancelled() else { return }
                 do throws(HCPackError) {
                     let path = root + "/" + files[index].path
-                    slots.store(.success(try read(path, files[index].reading)), at: index)
+                    let keepsHead = FilePatch.mayBePatch(files[index].path)
+                    slots.store(.success(try read(path, files[index].reading, keepsHead: keepsHead)), at: index)
                 } catch {
                     slots.store(.failure(error), at: index)
                 }
@@ -182,28 +186,28 @@ public enum PackageScanner {
     }
 
     /// Reads a file once: its first bytes tell executables apart, and its SHA-256 is computed when asked.
-    private static func read(_ path: String, _ reading: FileReading) throws(HCPackError) -> FileFacts {
+    private static func read(_ path: String, _ reading: FileReading, keepsHead: Bool) throws(HCPackError) -> FileFacts {
         let file = try OpenFile(reading: path)
         if reading != .hash {
             let stamp = reading == .headAndStamp ? try file.stamp() : nil
-            var head = [UInt8](repeating: 0, count: ExecutableKind.headLength)
+            var head = [UInt8](repeating: 0, count: PackageEntry.headLength)
             let count = try Descriptor.read(file.descriptor, into: &head, path: path)
-            return FileFacts(
-                executable: head.withUnsafeBytes { ExecutableKind.detect(UnsafeRawBufferPointer(rebasing: $0[..<count])) }, stamp: stamp)
+            head.removeSubrange(count...)
+            return FileFacts(executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil, stamp: stamp)
         }
         let stamp = try file.stamp()
         let hasher = Digest.Hasher(.sha256)
         var head: [UInt8] = []
         var total: Int64 = 0
         try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
-            if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
+            if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
             hasher.update(chunk)
             total += Int64(chunk.count)
         }
         // Written to while we read: no stamp, so a build refuses to trust the digest.
         let settled = try file.stamp() == stamp && stamp.size == total
         return FileFacts(
-            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, sha256: hasher.finalize(), size: total,
+            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil, sha256: hasher.finalize(), size: total,
             stamp: settled ? stamp : nil)
     }
 
@@ -473,7 +477,7 @@ struct ArchiveCollector {
             let checksumsHere = checksummer == .readingThread
             var crc: UInt32 = 0
             let count = try reader.readData { chunk in
-                if head.count < ExecutableKind.headLength { head += chunk.prefix(ExecutableKind.headLength - head.count) }
+                if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
                 if let writer {
                     writer.write(chunk)
                 } else if checksumsHere {
@@ -492,6 +496,7 @@ struct ArchiveCollector {
             readFiles.append((entriesRead - 1, ticket, count))
             if checksumsHere { ownChecksums.append(crc) }
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
+            entry.head = PackageEntry.keptHead(head, name: name)
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
                 if !plistTooBig && earlier == nil { staging?.plistRead(name, plist) }
@@ -522,6 +527,7 @@ struct ArchiveCollector {
             if let index = file.entry {
                 entries[index].sha256 = outcome.sha256
                 entries[index].executable = outcome.head.withUnsafeBytes { ExecutableKind.detect($0) }
+                entries[index].head = PackageEntry.keptHead(outcome.head, name: entries[index].path)
             }
             storedChecksums.append(ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: outcome.crc32, size: file.size))
         }

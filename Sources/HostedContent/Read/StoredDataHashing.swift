@@ -49,7 +49,7 @@ final class StoredDataHashing: @unchecked Sendable {
     struct Outcome: Sendable {
         var sha256: [UInt8]
         var crc32: UInt32
-        /// The first bytes (`ExecutableKind.headLength`), for the executable check.
+        /// The first bytes (`PackageEntry.headLength`), for the executable check and a patch's frame header.
         var head: [UInt8]
     }
 
@@ -217,7 +217,7 @@ final class StoredDataHashing: @unchecked Sendable {
             let bytes = UnsafeRawBufferPointer(chunk)
             hasher.update(bytes)
             crc = CRC32.update(crc, with: bytes)
-            if head.isEmpty { head = Array(bytes.prefix(ExecutableKind.headLength)) }
+            if head.isEmpty { head = Array(bytes.prefix(PackageEntry.headLength)) }
             done += UInt64(count)
         }
         return Outcome(sha256: hasher.finalize(), crc32: crc, head: head)

@@ -149,7 +149,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .normalizationCollision: "Two paths that differ only in Unicode normalization."
         case .nonUTF8Name: "A name that is not valid UTF-8."
         case .longPath: "A name component over 255 bytes or a path over 1024 bytes."
-        case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size)."
+        case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size); a delta's with the files its patches make."
         case .unsafePermissions:
             "A setuid, setgid or world-writable entry (installed files get 0644/0755). Setuid or setgid in an archive is an error: install refuses it."
         case .reservedName: "A path under Contents/.hcpack/ (in any case), the folder where hcpack install keeps its records in DEST."
@@ -159,8 +159,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .corrupt: "The archive is damaged: checksum mismatch, truncated or inconsistent."
         case .unsupportedFormat: "Not a zip or tar (plain, gzip, bzip2, xz, zstd) archive; xar, RAR, 7z, ISO, cpio and others are refused."
         case .multipleRoots: "The archive holds more than one package root, or no recognisable root."
-        case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb)."
-        case .limitExceeded: "The archive exceeds an entry-count or size limit."
+        case .compressionRatio: "The data expands more than the compression-ratio limit allows (zip bomb), or a delta's patches make more than the limit times their patches and bases."
+        case .limitExceeded: "The archive exceeds an entry-count or size limit (a delta's patched files count as entries read)."
         case .nestedCompression: "A compressed stream inside a compressed stream (.tar.gz.gz); hosted content is compressed once."
         case .stalled: "Reading the archive made no progress within the watchdog's limits; the command stopped (exit 1)."
         case .zipHeaderMismatch: "A zip entry's local header disagrees with its central directory record (name, method, CRC-32, sizes, encryption)."
@@ -193,7 +193,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
             "HCPackPatches is not {path: {BaseSize, BaseSHA256, PatchSize, PatchSHA256, WindowLog}} in a delta, names a file not listed or not recorded, or one also carried whole, or a window too small for base and result."
         case .patchMismatch: "A patch under Contents/.hcpack-patches/ is missing, differs from its recorded size or SHA-256, or is not recorded."
         case .patchBase: "Install: the destination's copy of a patched file is not the base the patch applies to."
-        case .patchResult: "Install: a patch does not make the recorded file (a damaged frame, a window over the declared one, another size or SHA-256)."
+        case .patchResult: "A patch does not make the recorded file: its frame header declares a window over WindowLog, another size or a dictionary (verify), or applying it fails (install: a damaged frame, another size or SHA-256)."
         }
     }
 }

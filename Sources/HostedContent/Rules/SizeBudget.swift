@@ -59,7 +59,7 @@ public struct SizeBudget: Sendable, Equatable {
     public func check(files: [(path: String, size: Int64)]) -> ProblemList {
         var problems = ProblemList()
         if let limit = maxTotalBytes {
-            let total = files.reduce(Int64(0)) { $0 + $1.size }
+            let total = files.saturatingSum(\.size)
             Self.judge(
                 total, limit: limit, path: "", what: "the content is \(total) bytes", key: "maxTotalBytes", into: &problems)
         }

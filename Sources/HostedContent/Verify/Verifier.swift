@@ -361,9 +361,13 @@ private struct RuleChecker {
     /// A delta's binary patches (FilePatch.swift), as far as they can be checked without the base.
     mutating func checkPatches() {
         guard let info = contentInfo, isDelta || info.dictionary[FilePatch.key] != nil else { return }
-        let patchEntries = snapshot.entries.filter { $0.kind == .file && FilePatch.isPatchEntry($0.path) }.map(\.path)
+        let patchEntries = snapshot.entries.filter { $0.kind == .file && FilePatch.isPatchEntry($0.path) }
+        let archiveBytes = snapshot.entries.saturatingSum { $0.kind == .file ? $0.size : 0 }
+        let bounds = FilePatch.Bounds(
+            limits: options.limits.archive, maxSize: contentBytes > options.maxSize ? .max : options.maxSize,
+            archiveBytes: archiveBytes, contentBytes: contentBytes)
         let found = FilePatch.check(
-            info, isDelta: isDelta, listed: Set(listed), entry: { self.entry($0) }, patchEntries: patchEntries)
+            info, isDelta: isDelta, listed: Set(listed), entry: { self.entry($0) }, patchEntries: patchEntries, bounds: bounds)
         for problem in found { problems.add(problem.rule, path: problem.path, problem.message) }
     }
 
@@ -386,7 +390,7 @@ private struct RuleChecker {
                 // (up to Int64.max in a zip64 header); two such claims overflowed and trapped.
                 if path.hasPrefix(Verifier.contentsPrefix) {
                     contentFileCount += 1
-                    contentBytes = Self.saturatingAdd(contentBytes, entry.size)
+                    contentBytes = contentBytes.addingSaturated(entry.size)
                 }
             }
             if hasSymlinks, let link = symlinkAncestor(of: path) {
@@ -492,12 +496,6 @@ private struct RuleChecker {
     /// grows with the path's length, not its square).
     func symlinkAncestor(of path: String) -> String? {
         impliedFolders.firstMarkedAncestor(of: path).map(String.init)
-    }
-
-    /// `a + b`, clamped to `Int64.min...Int64.max` instead of trapping.
-    static func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? (b > 0 ? .max : .min) : sum
     }
 
     // MARK: Integrity
