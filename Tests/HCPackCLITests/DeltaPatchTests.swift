@@ -225,6 +225,11 @@ struct DeltaPatchTests {
         let verified = hcpack(["verify", hostile])
         if verifyRefuses {
             #expect(verified.status == 1 && verified.stdout.contains("[\(rule)]"), "\(verified.stdout)")
+            // The same verdict for the delta unpacked into a folder (its files read by the folder scan).
+            let unpacked = corpus.folder.url("unpacked")
+            #expect(run("unzip", ["-q", hostile, "-d", unpacked]).status == 0)
+            let folderVerified = hcpack(["verify", unpacked])
+            #expect(folderVerified.status == 1 && folderVerified.stdout.contains("[\(rule)]"), "\(folderVerified.stdout)")
         } else {
             #expect(verified.status == 0, "\(verified.stdout)")
         }

@@ -179,7 +179,7 @@ public struct FilePatch: Sendable, Equatable {
             } else if let head = stored.head,
                 let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: patch.windowLog, resultSize: made.size) })
             {
-                // Install would refuse it when applying: the same rule, before any download of the base's worth.
+                // Install would refuse it while applying it: verify says so first, with the same rule.
                 problems.add(.patchResult, path: patch.entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
             }
         }

@@ -31,6 +31,11 @@ struct PatchOutput: Equatable {
         made <= limits.ratioGraceBytes || Double(made) <= Double(madeFrom) * limits.maxCompressionRatio
     }
 
+    /// A ratio for a message, whole when it fits (a library caller's limit may be any Double).
+    static func shown(_ ratio: Double) -> String {
+        ratio.isFinite && abs(ratio) < 1e15 ? String(Int(ratio)) : String(ratio)
+    }
+
     /// `made / madeFrom`, for messages.
     var ratio: Double { madeFrom > 0 ? Double(made) / Double(madeFrom) : .infinity }
 
@@ -44,7 +49,8 @@ struct PatchOutput: Equatable {
         results: [(path: String, size: Int64)], archiveBytes: Int64, carriedBytes: Int64, limits: ArchiveLimits, maxSize: Int64
     ) -> ProblemList {
         var problems = ProblemList()
-        let advice = "install the full archive, or raise the limit for verify and install alike"
+        // hcpack delta keeps to the limits it is given: a delta made with the same flags passes them.
+        let advice = "make the delta with the limits you install with (hcpack delta takes the same flags), or raise the limit for verify and install alike"
         for result in results where result.size > limits.maxEntryBytes {
             problems.add(
                 .limitExceeded, path: result.path,
@@ -59,13 +65,13 @@ struct PatchOutput: Equatable {
         if !withinRatio(limits) {
             problems.add(
                 .compressionRatio, path: Verifier.contentsPrefix + FilePatch.folder + "/",
-                "the patches make \(made) bytes from \(madeFrom) bytes of patches and bases (ratio \(Int(min(ratio, 1e15))), over the limit of \(Int(limits.maxCompressionRatio)), --max-ratio); \(advice)")
+                "the patches make \(made) bytes from \(madeFrom) bytes of patches and bases (ratio \(Self.shown(ratio)), over the limit of \(Self.shown(limits.maxCompressionRatio)), --max-ratio); \(advice)")
         }
         let delivered = carriedBytes.addingSaturated(made)
         if delivered > maxSize {
             problems.add(
                 .tooLarge, path: "",
-                "the content the delta carries, with the \(made) bytes its patches make, is \(delivered) bytes, over the \(maxSize)-byte limit; raise --max-size or install the full archive")
+                "the content the delta carries, with the \(made) bytes its patches make, is \(delivered) bytes, over the \(maxSize)-byte limit; split the content into several products or raise --max-size")
         }
         return problems
     }

@@ -86,9 +86,11 @@ public enum Verifier {
                     // The plist's own strings; each path is matched without its "Contents/" prefix.
                     let recorded = Set(records.keys)
                     let prefix = Array(contentsPrefix.utf8)
+                    // And a delta's patches, whose records (HCPackPatches) give their SHA-256.
                     hashPolicy = { path in
                         path.utf8.starts(with: prefix)
-                            && recorded.contains(String(decoding: path.utf8.dropFirst(prefix.count), as: UTF8.self))
+                            && (recorded.contains(String(decoding: path.utf8.dropFirst(prefix.count), as: UTF8.self))
+                                || FilePatch.isPatchEntry(path))
                     }
                 }
             }
