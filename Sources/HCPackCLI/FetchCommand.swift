@@ -23,10 +23,13 @@ struct FetchCommand: Command {
             OptionSpec("stall-seconds", value: "S", help: "Cut a transfer slower than --min-rate for S seconds (default 30)."),
             OptionSpec("min-rate", value: "BYTES", help: "The rate floor, bytes a second, over --stall-seconds (default 1024)."),
             OptionSpec("connect-timeout", value: "S", help: "Seconds to connect, TLS included (default 15)."),
+            OptionSpec(
+                "timeout", value: "S",
+                help: "Seconds one attempt at the note or the catalog may take; an archive gets S plus its size at --min-rate (default 60)."),
             OptionSpec("progress", value: "FORMAT", help: "json: one JSON object per line on stderr for each state change."),
             OptionSpec("json", help: "Print the final report as one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
-        ],
+        ] + LimitOptions.options,
         discussion: """
             Products: those named with --product, those DIR has receipts for, and the catalog's essential and
             prefetch ones (essential first). The catalog's note is checked before the catalog is parsed; its serial
@@ -95,6 +98,8 @@ struct FetchCommand: Command {
         if let stall = try positive("stall-seconds", range: 1...3600) { options.http.lowSpeedSeconds = stall }
         if let rate = try positive("min-rate", range: 1...(1 << 40)) { options.http.lowSpeedBytes = rate }
         if let timeout = try positive("connect-timeout", range: 1...600) { options.http.connectTimeout = timeout }
+        if let timeout = try positive("timeout", range: 1...86400) { options.retry.attemptSeconds = Double(timeout) }
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         if let cacert = arguments.value("cacert") {
             let path = context.absolutePath(cacert)
             guard FileSystem.exists(path) else { throw UsageError("--cacert \(cacert): no such file", command: name) }

@@ -10,8 +10,18 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxDelay: Double = 30
     /// The longest `Retry-After` honoured, in seconds; a longer one is waited for this long.
     public var maxRetryAfter: Double = 60
+    /// Seconds one attempt at a file of unknown size (the note, the catalog) may take in all; an attempt at a
+    /// file of known size (an archive, a delta) gets this plus the bytes it still needs at the rate floor. A
+    /// server that sends just above the floor forever is cut here.
+    public var attemptSeconds: Double = 60
 
     public init() {}
+
+    /// The deadline of one attempt that still needs `bytes` (nil: unknown) at `minRate` bytes a second.
+    func deadline(bytes: Int64?, minRate: Int) -> Double {
+        guard let bytes else { return attemptSeconds }
+        return attemptSeconds + Double(max(0, bytes)) / Double(max(1, minRate))
+    }
 
     /// The wait before attempt `failures + 1`: capped exponential, with up to half of it random (`jitter` in 0..<1).
     func backoff(failures: Int, jitter: Double) -> Double {

@@ -163,6 +163,11 @@ final class ProductRun: Sendable {
     private func download(
         _ product: String, url: String, size: Int64, sha256: String, downloader: Downloader, report: inout FetchProductReport
     ) throws -> String {
+        guard size <= options.largestDownload else {
+            throw ProductFailure(
+                message: "\(url) is \(size) bytes in the catalog, more than the \(options.largestDownload) a download may have with a content limit of \(options.verify.maxSize) bytes; nothing was downloaded, raise --max-size to fetch it",
+                refused: true)
+        }
         let path = store.downloadPath(sha256)
         let onDisk = min(size, try FileSystem.status(path)?.size ?? 0)
         // The rest of the download, plus as much again to stage the install (the content may need more when
