@@ -186,16 +186,28 @@ struct FetchCommand: Command {
     }
 }
 
-/// Shows fetch events: one JSON object per line (`--progress json`), or on a terminal one redrawn line with each
-/// running transfer (bytes, rate, time left) and the total.
+/// Shows fetch events: one JSON object per line (`--progress json`), or on a terminal one line per running
+/// transfer (bytes, rate, time left) and a total line, redrawn in place.
 final class FetchProgress: @unchecked Sendable {
+    /// One running transfer: where it is, and where it was when first seen (for its rate).
+    private struct Transfer {
+        var bytes: Int64
+        var total: Int64
+        var start: Date
+        var startBytes: Int64
+    }
+
     private let sink: TextSink
     private let json: Bool
     private let line: Bool
     private let lock = NSLock()
     private var policies: [String: String] = [:]
-    private var transfers: [String: (bytes: Int64, total: Int64, start: Date, startBytes: Int64)] = [:]
-    private var drawn = false
+    private var transfers: [String: Transfer] = [:]
+    /// Bytes and totals of the transfers that finished, for the total line.
+    private var finished: (bytes: Int64, total: Int64) = (0, 0)
+    private var drawnLines = 0
+    /// Longest file name shown, so a line fits a narrow terminal (a wrapped line would break the redraw).
+    static let nameWidth = 32
 
     init(context: Context, json: Bool, line: Bool) {
         sink = context.standardError
@@ -214,38 +226,67 @@ final class FetchProgress: @unchecked Sendable {
         }
     }
 
+    /// Clears the lines before the summary is printed.
     func finish() {
         lock.lock()
         defer { lock.unlock() }
-        if drawn { sink.write("\r\u{1B}[2K") }
+        redraw([])
     }
 
     private func draw(_ event: FetchEvent) {
+        let now = Date()
         switch event {
         case .downloading(_, let file, let bytes, let total):
-            let now = Date()
-            let previous = transfers[file] ?? (bytes: bytes, total: total, start: now, startBytes: bytes)
-            transfers[file] = (bytes: bytes, total: total, start: previous.start, startBytes: previous.startBytes)
+            let start = transfers[file] ?? Transfer(bytes: bytes, total: total, start: now, startBytes: bytes)
+            transfers[file] = Transfer(bytes: bytes, total: total, start: start.start, startBytes: start.startBytes)
         case .verifying(_, let file):
-            transfers[file] = nil
+            if let done = transfers.removeValue(forKey: file) {
+                finished.bytes += done.bytes
+                finished.total += done.total
+            }
         default:
             return
         }
-        var parts: [String] = []
-        var done: Int64 = 0
-        var all: Int64 = 0
+        var lines: [String] = []
+        var rates = 0.0
+        var bytes = finished.bytes
+        var total = finished.total
         for (file, transfer) in transfers.sorted(by: { $0.key < $1.key }) {
-            let seconds = max(0.001, Date().timeIntervalSince(transfer.start))
-            let rate = Double(transfer.bytes - transfer.startBytes) / seconds
-            let left = rate > 0 ? Int(Double(transfer.total - transfer.bytes) / rate) : -1
-            parts.append(
-                "\(file) \(ProgressBar.bytes(transfer.bytes))/\(ProgressBar.bytes(transfer.total)) \(ProgressBar.bytes(Int64(rate)))/s"
-                    + (left >= 0 ? " \(left)s left" : ""))
-            done += transfer.bytes
-            all += transfer.total
+            let seconds = now.timeIntervalSince(transfer.start)
+            let rate = seconds > 0.2 ? Double(transfer.bytes - transfer.startBytes) / seconds : 0
+            rates += rate
+            bytes += transfer.bytes
+            total += transfer.total
+            lines.append(Self.line(Self.shortened(file), bytes: transfer.bytes, total: transfer.total, rate: rate))
         }
-        drawn = true
-        sink.write("\r\u{1B}[2K" + parts.joined(separator: " | ") + (parts.count > 1 ? " | total \(ProgressBar.bytes(done))/\(ProgressBar.bytes(all))" : ""))
+        if !lines.isEmpty { lines.append(Self.line("total", bytes: bytes, total: total, rate: rates)) }
+        redraw(lines)
+    }
+
+    /// Replaces the lines drawn last with `lines`: back to the first one, erase to the end of the screen, write.
+    private func redraw(_ lines: [String]) {
+        guard drawnLines > 0 || !lines.isEmpty else { return }
+        let up = drawnLines > 1 ? "\u{1B}[\(drawnLines - 1)A" : ""
+        sink.write("\r" + up + "\u{1B}[J" + lines.joined(separator: "\n"))
+        drawnLines = lines.count
+    }
+
+    /// `NAME BYTES/TOTAL RATE/s TIME left`.
+    static func line(_ name: String, bytes: Int64, total: Int64, rate: Double) -> String {
+        let left = rate > 0 ? duration(Double(max(0, total - bytes)) / rate) : "--"
+        return "\(name) \(ProgressBar.bytes(bytes))/\(ProgressBar.bytes(total)) \(ProgressBar.bytes(Int64(rate)))/s \(left) left"
+    }
+
+    /// `42s`, `3m05s`, `2h07m`.
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(min(seconds.rounded(.up), 360_000))
+        if whole < 60 { return "\(whole)s" }
+        if whole < 3600 { return "\(whole / 60)m" + String(format: "%02ds", whole % 60) }
+        return "\(whole / 3600)h" + String(format: "%02dm", whole / 60 % 60)
+    }
+
+    static func shortened(_ name: String) -> String {
+        name.count <= nameWidth ? name : String(name.prefix(nameWidth - 1)) + "\u{2026}"
     }
 
     static func json(_ event: FetchEvent, policy: (String) -> String?) -> JSONValue {

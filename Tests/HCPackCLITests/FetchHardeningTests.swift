@@ -174,3 +174,70 @@ import Testing
         #expect(corpus.snapshot(dest).keys.allSatisfy { $0.hasPrefix(".hcpack") })
     }
 }
+
+/// What `hcpack fetch` draws on a terminal: the built binary under a pseudo-terminal.
+@Suite struct FetchTerminalTests {
+    /// Runs `argv` with stderr on a pseudo-terminal (stdin and stdout elsewhere) and keeps what it wrote there.
+    static let ptyScript = #"""
+        import os, pty, subprocess, sys
+        master, slave = pty.openpty()
+        child = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not data:
+                break
+            chunks.append(data)
+        child.wait()
+        with open(sys.argv[1], "wb") as f:
+            f.write(b"".join(chunks))
+        sys.exit(child.returncode)
+        """#
+
+    @Test("on a terminal: one line per running transfer (bytes, rate, time left) and a total line, redrawn in place, cleared at the end")
+    func progressLines() throws {
+        let corpus = FetchCorpus()
+        corpus.build("levels-a.zip", product: "com.example.a", version: "1.0", files: FetchCorpus.v1, big: 400_000)
+        corpus.build("levels-b.zip", product: "com.example.b", version: "1.0", files: FetchCorpus.v1, big: 400_000)
+        // About 1.3 s a transfer: several redraws with both running.
+        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder, rateLimit: "300k"))
+        corpus.publish(["levels-a.zip", "levels-b.zip"], baseURL: nginx.base, serial: 1)
+        let dest = corpus.destination("app")
+        let script = corpus.folder.write("pty_run.py", Self.ptyScript)
+        let captured = corpus.folder.url("terminal.out")
+        let result = run(
+            "python3",
+            [
+                script, captured, hcpackBinary(), "fetch", nginx.base + "/catalog.json", "--trusted-key", corpus.pub, "--dest", dest,
+                "--product", "com.example.a", "--product", "com.example.b", "--jobs", "2",
+            ])
+        #expect(result.status == 0, "\(result.output)")
+        // The terminal turns "\n" into "\r\n"; each redraw is "\r", the cursor back up, erase to the end, the lines.
+        let text = String(decoding: corpus.folder.read("terminal.out") ?? [], as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
+        let segments = text.components(separatedBy: "\u{1B}[J").dropFirst()
+        let frames = segments.map { String($0.split(separator: "\r", omittingEmptySubsequences: false).first ?? "") }
+        try #require(!frames.isEmpty, "nothing was drawn: \(text.debugDescription)")
+        let size = #"\d+(\.\d)? (B|KiB|MiB)"#
+        let rest = #" \#(size)/\#(size) \#(size)/s (\d+s|\d+m\d\ds|\d+h\d\dm|--) left"#
+        let transfer = try Regex(#"levels-[ab]\.zip"# + rest)
+        let total = try Regex("total" + rest)
+        for frame in frames.dropLast() {
+            let lines = frame.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.count >= 2, "\(frame.debugDescription)")
+            #expect(lines.dropLast().allSatisfy { $0.wholeMatch(of: transfer) != nil }, "\(frame.debugDescription)")
+            #expect(lines.last?.wholeMatch(of: total) != nil, "\(frame.debugDescription)")
+        }
+        // Both transfers on screen at once, each on its own line, with a time left once the rate is known.
+        #expect(frames.contains { frame in
+            let lines = frame.split(separator: "\n")
+            return lines.count == 3 && lines[0].hasPrefix("levels-a.zip ") && lines[1].hasPrefix("levels-b.zip ") && !lines[0].hasSuffix("-- left")
+        }, "\(frames)")
+        // The lines are gone before the summary: the last redraw draws nothing, and a redraw of N lines first goes N-1 up.
+        #expect(frames.last == "")
+        #expect(text.contains("\r\u{1B}[2A\u{1B}[J"))
+    }
+}
