@@ -164,7 +164,7 @@ struct FetchCommand: Command {
     static func json(_ report: FetchReport) -> JSONValue {
         .object([
             ("serial", .number(report.serial)),
-            ("signers", .array(report.signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })),
+            ("signers", .signers(report.signers)),
             (
                 "products",
                 .array(
@@ -297,7 +297,7 @@ final class FetchProgress: @unchecked Sendable {
         case .catalogAccepted(let serial, let signers):
             return .object([
                 ("event", .string("catalog")), ("serial", .number(serial)),
-                ("signers", .array(signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })),
+                ("signers", .signers(signers)),
             ])
         case .queued(let name, _): return product(name, "queued", [])
         case .downloading(let name, let file, let bytes, let total):

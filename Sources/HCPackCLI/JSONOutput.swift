@@ -1,3 +1,4 @@
+import HostedContent
 import Foundation
 
 /// A JSON value whose object keys keep the order they were written in, so output reads top-down.
@@ -50,5 +51,12 @@ public indirect enum JSONValue: Sendable, Equatable {
             }
         }
         return result + "\""
+    }
+}
+
+extension JSONValue {
+    /// `[{name, keyHash}]`: the signers of a note, as every report writes them (common.schema.json#/$defs/signers).
+    static func signers(_ signers: [NoteSigner]) -> JSONValue {
+        .array(signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })
     }
 }

@@ -57,8 +57,15 @@ enum FetchKept {
         #expect((product["downloadedBytes"] as? NSNumber)?.int64Value == corpus.size("levels-1.0-1.1.zip"))
         #expect(corpus.snapshot(dest) == direct(corpus, ["levels-1.1.zip"], name: "direct-1.1"))
         #expect(corpus.partials(dest).isEmpty)
-        let provenance = try #require(corpus.folder.read("app/.hcpack/fetch/installed-com.example.levels.json"))
-        #expect(String(decoding: provenance, as: UTF8.self).contains("\"catalogSerial\" : 2"))
+        // The receipt names the catalog the version came from; install's receipt does not.
+        let catalog = try #require(corpus.receiptCatalog(dest))
+        #expect((catalog["serial"] as? NSNumber)?.int64Value == 2)
+        let signers = try #require(catalog["signers"] as? [[String: Any]])
+        #expect(signers.count == 1 && signers.first?["name"] as? String == "example.com/release")
+        #expect(corpus.receiptCatalog(corpus.folder.url("direct-1.1")) == nil)
+        #expect(!FileManager.default.fileExists(atPath: dest + "/.hcpack/fetch/installed-com.example.levels.json"))
+        let inspected = hcpack(["inspect", dest])
+        #expect(inspected.stdout.contains("Catalog:    serial 2, signed by example.com/release ("), "\(inspected.stdout)")
 
         let before = nginx.requests().count
         let rerun = fetch([url, "--trusted-key", corpus.pub, "--dest", dest])
@@ -102,6 +109,11 @@ enum FetchKept {
         #expect(upgrade.first == "catalog" && upgrade.contains("downloading") && upgrade.last == "installed", "\(upgrade)")
         let current = try JSONSchemaTests.conforms(["fetch", url, "--trusted-key", corpus.pub, "--dest", dest, "--json"], status: 0)
         #expect(statuses(current) == [.string("upToDate")])
+        // inspect DIR --json: the receipt's catalog, in the inspect schema.
+        let inspected = try JSONSchemaTests.conforms(["inspect", dest, "--json"], status: 0)
+        var receipts: [JSONDocument] = []
+        if case .array(let items)? = inspected["receipts"] { receipts = items }
+        #expect(receipts.count == 1 && receipts.first?["catalog"]?["serial"] == .integer(2), "\(inspected)")
         #expect(try events([url, "--trusted-key", corpus.pub, "--dest", dest], status: 0).last == "up-to-date")
         // Refused before any product is looked at: the error object.
         #expect(hcpack(["keygen", "--name", "example.com/other", "-o", corpus.folder.url("other.key")]).status == 0)

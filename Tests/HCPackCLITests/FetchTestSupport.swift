@@ -97,13 +97,24 @@ final class FetchCorpus {
             if isFolder.boolValue {
                 result[relative] = "/"
             } else {
-                let bytes = FileManager.default.contents(atPath: path + "/" + relative) ?? Data()
+                var bytes = FileManager.default.contents(atPath: path + "/" + relative) ?? Data()
+                // A receipt fetch wrote names the catalog its version came from; install's does not. The rest must be equal.
+                if relative.hasPrefix(".hcpack/receipts/"), var receipt = jsonObject(String(decoding: bytes, as: UTF8.self)) {
+                    receipt["catalog"] = nil
+                    bytes = (try? JSONSerialization.data(withJSONObject: receipt, options: [.sortedKeys])) ?? bytes
+                }
                 // FNV-1a: a short, stable name for the bytes, so a failed comparison stays readable.
                 let hash = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
                 result[relative] = "\(bytes.count):\(String(hash, radix: 16))"
             }
         }
         return result
+    }
+
+    /// The `catalog` of `product`'s receipt in `destination`: the serial and signers fetch recorded.
+    func receiptCatalog(_ destination: String, _ product: String = "com.example.levels") -> [String: Any]? {
+        let bytes = FileManager.default.contents(atPath: destination + "/.hcpack/receipts/\(product).json") ?? Data()
+        return jsonObject(String(decoding: bytes, as: UTF8.self))?["catalog"] as? [String: Any]
     }
 
     /// Sizes of the partial downloads in DIR's bookkeeping folder.

@@ -5,8 +5,9 @@ import Foundation
 /// - `lock`: held by one fetch at a time (installs take `DIR/.hcpack/lock` themselves);
 /// - `<sha256>.download`: a partial or finished download, named by the SHA-256 it must have; beside it
 ///   `<sha256>.download.http`, the validator (ETag or Last-Modified) its bytes came with;
-/// - `serial`: the highest catalog serial accepted, under any trusted key;
-/// - `installed-<product>.json`: the catalog serial and signers an installed version came from.
+/// - `serial`: the highest catalog serial accepted, under any trusted key.
+///
+/// Which catalog an installed version came from is in its receipt (`InstallReceipt.catalog`), not here.
 final class FetchStore {
     static let folderName = "fetch"
     static let lockName = "lock"
@@ -174,30 +175,14 @@ final class FetchStore {
     /// killed between an install and the removal of its archive leaves it behind, and a new catalog makes
     /// older partials useless.
     func pruneDownloads(keeping wanted: Set<String>) throws(HCPackError) {
-        for name in try folder.list() where name.hasSuffix(".download") {
-            let sha256 = String(name.dropLast(".download".count))
-            if !wanted.contains(sha256) { try removeDownload(sha256) }
+        for name in try folder.list() {
+            if name.hasSuffix(".download") {
+                let sha256 = String(name.dropLast(".download".count))
+                if !wanted.contains(sha256) { try removeDownload(sha256) }
+            } else if name.hasPrefix("installed-") && name.hasSuffix(".json") {
+                // Earlier hcpack kept the catalog of an installed version here; the receipt holds it now.
+                try folder.removeTree(name)
+            }
         }
-    }
-
-    // MARK: provenance
-
-    /// Records which catalog an installed version came from.
-    func recordProvenance(product: String, version: String, serial: Int64, signers: [NoteSigner]) throws(HCPackError) {
-        var out: [UInt8] = []
-        out += Array("{\n  \"catalogSerial\" : \(serial),\n  \"productIdentifier\" : ".utf8)
-        JSONCoding.appendString(product, to: &out)
-        out += Array(",\n  \"signers\" : [".utf8)
-        for (index, signer) in signers.enumerated() {
-            out += Array(((index == 0 ? "\n" : ",\n") + "    { \"keyHash\" : ").utf8)
-            JSONCoding.appendString(signer.keyHash, to: &out)
-            out += Array(", \"name\" : ".utf8)
-            JSONCoding.appendString(signer.name, to: &out)
-            out += Array(" }".utf8)
-        }
-        out += Array(((signers.isEmpty ? "]" : "\n  ]") + ",\n  \"version\" : ").utf8)
-        JSONCoding.appendString(version, to: &out)
-        out += Array("\n}\n".utf8)
-        try folder.writeAtomically("installed-\(product).json", out)
     }
 }

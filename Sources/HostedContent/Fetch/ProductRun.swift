@@ -210,6 +210,8 @@ final class ProductRun: Sendable {
             wait: true, verify: options.verify)
         install.installAll = false
         install.replaceChangedInstalledFiles = replaceChanged
+        // In the receipt, written last by the installer: DIR never says a version came from a catalog it did not.
+        install.catalog = CatalogProvenance(serial: accepted.catalog.serial, signers: accepted.signers)
         let attempt: Result<InstallOutcome, HCPackError> = installing.withLock { _ in
             do throws(HCPackError) {
                 return .success(try Installer.install(path, options: install))
@@ -234,7 +236,6 @@ final class ProductRun: Sendable {
                 refused: true)
         case .completed(let result):
             try store.removeDownload(sha256)
-            try store.recordProvenance(product: product, version: result.version, serial: accepted.catalog.serial, signers: accepted.signers)
             report.method = method
             report.status = .installed
             emit(.installed(product: product, version: result.version, method: method))
