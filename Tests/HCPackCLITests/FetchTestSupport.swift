@@ -85,6 +85,17 @@ final class FetchCorpus {
         return folder.url(name)
     }
 
+    /// A new folder `name` with `archives` (under `www/`) installed in turn by `hcpack install`.
+    @discardableResult
+    func installed(_ archives: [String], into name: String) -> String {
+        let dest = destination(name)
+        for archive in archives {
+            let result = hcpack(["install", folder.url("www/" + archive), "--dest", dest, "-q"])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        return dest
+    }
+
     /// Every file under `path` but `.hcpack/fetch`, with its size and a hash of its bytes (folders: "/"): what a
     /// fetch must leave as a direct install does.
     func snapshot(_ path: String) -> [String: String] {
