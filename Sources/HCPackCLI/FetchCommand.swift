@@ -35,7 +35,8 @@ struct FetchCommand: Command {
             prefetch ones (essential first). The catalog's note is checked before the catalog is parsed; its serial
             may not go below the highest accepted in DIR (under any trusted key), nor may it be expired. Every
             attempt has a deadline (--timeout). Downloads resume across runs from DIR/.hcpack/fetch/ and reach no
-            archive reader before their size and SHA-256 match the catalog's. A delta is used when DIR holds its base; if it is refused, the full archive is installed.
+            archive reader before their size and SHA-256 match the catalog's. A delta is used when DIR holds its
+            base; if it is refused, the full archive is installed.
             Exit status: 0 every product installed, up to date (or checked), 1 refused (signature, serial, expiry,
             hash, package rules, a server that lies), 2 usage error (nothing selected: the products are listed),
             3 network or I/O failure (a rerun resumes). docs/fetch.md has the states, limits and a CDN checklist.
