@@ -1,5 +1,5 @@
-import HostedContent
 import Foundation
+import HostedContent
 
 /// A JSON value whose object keys keep the order they were written in, so output reads top-down.
 public indirect enum JSONValue: Sendable, Equatable {

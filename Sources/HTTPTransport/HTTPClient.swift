@@ -170,7 +170,8 @@ public final class HTTPClient {
         let pastDeadline = { () -> HTTPError in
             HTTPError(
                 kind: .deadline, url: request.url,
-                message: "not finished within \(Self.seconds(request.deadline ?? 0)) s, the deadline of one attempt", code: Int(code.rawValue))
+                message: "not finished within \(Self.seconds(request.deadline ?? 0)) s, the deadline of one attempt",
+                code: Int(code.rawValue))
         }
         if state.deadlineReached { throw pastDeadline() }
         if state.stoppedByCaller {
