@@ -82,7 +82,7 @@ import Testing
         #expect(!server.requests("good").contains { $0.path == "levels-1.0.zip" })
     }
 
-    @Test("per-key marks of earlier hcpack count: the highest of them is the floor, and a newer serial replaces them")
+    @Test("per-key marks of earlier hcpack count: the highest of them is the floor, and a newer serial replaces them (and the old installed-*.json)")
     func legacySerials() throws {
         let corpus = FetchCorpus()
         corpus.standard()
@@ -93,14 +93,17 @@ import Testing
         corpus.folder.makeFolder("app/.hcpack/fetch")
         corpus.folder.write("app/.hcpack/fetch/serial-0a1b2c3d-example.com_old", "12\n")
         corpus.folder.write("app/.hcpack/fetch/serial-4e5f6a7b-example.com_release", "5\n")
+        // Where earlier hcpack kept which catalog a version came from (the receipt has it now).
+        corpus.folder.write("app/.hcpack/fetch/installed-com.example.levels.json", "{\"catalogSerial\" : 12}\n")
         let keys = ["--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels"]
 
         let replay = hcpack(["fetch", server.base + "/nine/catalog.json"] + keys)
         #expect(replay.status == 1 && replay.stderr.contains("lower than 12"), "\(replay.stderr)")
         let newer = hcpack(["fetch", server.base + "/thirteen/catalog.json"] + keys)
         #expect(newer.status == 0, "\(newer.stderr)")
-        let names = try FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack/fetch").filter { $0.hasPrefix("serial") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack/fetch").filter { $0 != "lock" }
         #expect(names == ["serial"])
+        #expect((corpus.receiptCatalog(dest)?["serial"] as? NSNumber)?.int64Value == 13)
         #expect(corpus.folder.read("app/.hcpack/fetch/serial") == Array("13\n".utf8))
     }
 
