@@ -108,10 +108,10 @@ import Testing
     }
 
     enum Planted: String, CaseIterable, Sendable {
-        case symlink, fifo, folder, oversizedValidator
+        case symlink, hardLink, fifo, folder, oversizedValidator
     }
 
-    @Test("a planted download (symlink, FIFO, folder) or an oversized validator file is removed, never followed; the download starts from zero", arguments: Planted.allCases)
+    @Test("a planted download (symlink, hard link, FIFO, folder) or an oversized validator file is removed, never followed; the download starts from zero", arguments: Planted.allCases)
     func plantedPartial(_ planted: Planted) throws {
         let corpus = FetchCorpus()
         corpus.standard()
@@ -124,6 +124,7 @@ import Testing
         let partial = dest + "/.hcpack/fetch/\(sha).download"
         switch planted {
         case .symlink: try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: outside)
+        case .hardLink: #expect(link(outside, partial) == 0)
         case .fifo: #expect(mkfifo(partial, 0o644) == 0)
         case .folder: corpus.folder.write("app/.hcpack/fetch/\(sha).download/inner", "x")
         case .oversizedValidator:

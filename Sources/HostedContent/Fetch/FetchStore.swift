@@ -115,14 +115,16 @@ final class FetchStore {
 
     /// The partial (or finished) download of the file with this SHA-256, and the validator its bytes came with.
     ///
-    /// This folder is fetch's own: a download that is not a regular file (a symlink, a FIFO, a folder), or a
-    /// validator file that is not one fetch writes, was put there by someone else. It is removed, never
-    /// followed or read, and the download starts again from zero, so a rerun does not fail the same way forever.
+    /// This folder is fetch's own: a download that is not a regular file (a symlink, a FIFO, a folder) or has
+    /// another name elsewhere (a hard link: writing would change that file too), or a validator file that is
+    /// not one fetch writes, was put there by someone else. It is removed (only this name), never followed,
+    /// read or written through, and the download starts again from zero, so a rerun does not fail the same way
+    /// forever.
     func partial(_ sha256: String) throws(HCPackError) -> (UpdatableFile, validator: String?) {
         let name = Self.downloadName(sha256)
         let sidecar = Self.validatorName(sha256)
         var restart = false
-        if let status = try folder.status(name), status.kind != .file {
+        if let status = try folder.status(name), status.kind != .file || status.linkCount > 1 {
             try folder.removeTree(name)
             restart = true
         }
