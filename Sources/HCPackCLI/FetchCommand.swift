@@ -23,16 +23,20 @@ struct FetchCommand: Command {
             OptionSpec("stall-seconds", value: "S", help: "Cut a transfer slower than --min-rate for S seconds (default 30)."),
             OptionSpec("min-rate", value: "BYTES", help: "The rate floor, bytes a second, over --stall-seconds (default 1024)."),
             OptionSpec("connect-timeout", value: "S", help: "Seconds to connect, TLS included (default 15)."),
+            OptionSpec(
+                "timeout", value: "S",
+                help: "Seconds one attempt at the note or the catalog may take; an archive gets S plus its size at --min-rate (default 60)."),
             OptionSpec("progress", value: "FORMAT", help: "json: one JSON object per line on stderr for each state change."),
             OptionSpec("json", help: "Print the final report as one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
-        ],
+        ] + LimitOptions.options,
         discussion: """
             Products: those named with --product, those DIR has receipts for, and the catalog's essential and
             prefetch ones (essential first). The catalog's note is checked before the catalog is parsed; its serial
-            may not go below the highest accepted in DIR from the same key, nor may it be expired. Downloads resume
-            across runs from DIR/.hcpack/fetch/ and reach no archive reader before their size and SHA-256 match the
-            catalog's. A delta is used when DIR holds its base; if it is refused, the full archive is installed.
+            may not go below the highest accepted in DIR (under any trusted key), nor may it be expired. Every
+            attempt has a deadline (--timeout). Downloads resume across runs from DIR/.hcpack/fetch/ and reach no
+            archive reader before their size and SHA-256 match the catalog's. A delta is used when DIR holds its
+            base; if it is refused, the full archive is installed.
             Exit status: 0 every product installed, up to date (or checked), 1 refused (signature, serial, expiry,
             hash, package rules, a server that lies), 2 usage error (nothing selected: the products are listed),
             3 network or I/O failure (a rerun resumes). docs/fetch.md has the states, limits and a CDN checklist.
@@ -95,6 +99,8 @@ struct FetchCommand: Command {
         if let stall = try positive("stall-seconds", range: 1...3600) { options.http.lowSpeedSeconds = stall }
         if let rate = try positive("min-rate", range: 1...(1 << 40)) { options.http.lowSpeedBytes = rate }
         if let timeout = try positive("connect-timeout", range: 1...600) { options.http.connectTimeout = timeout }
+        if let timeout = try positive("timeout", range: 1...86400) { options.retry.attemptSeconds = Double(timeout) }
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         if let cacert = arguments.value("cacert") {
             let path = context.absolutePath(cacert)
             guard FileSystem.exists(path) else { throw UsageError("--cacert \(cacert): no such file", command: name) }
@@ -159,7 +165,7 @@ struct FetchCommand: Command {
     static func json(_ report: FetchReport) -> JSONValue {
         .object([
             ("serial", .number(report.serial)),
-            ("signers", .array(report.signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })),
+            ("signers", .signers(report.signers)),
             (
                 "products",
                 .array(
@@ -181,16 +187,28 @@ struct FetchCommand: Command {
     }
 }
 
-/// Shows fetch events: one JSON object per line (`--progress json`), or on a terminal one redrawn line with each
-/// running transfer (bytes, rate, time left) and the total.
+/// Shows fetch events: one JSON object per line (`--progress json`), or on a terminal one line per running
+/// transfer (bytes, rate, time left) and a total line, redrawn in place.
 final class FetchProgress: @unchecked Sendable {
+    /// One running transfer: where it is, and where it was when first seen (for its rate).
+    private struct Transfer {
+        var bytes: Int64
+        var total: Int64
+        var start: Date
+        var startBytes: Int64
+    }
+
     private let sink: TextSink
     private let json: Bool
     private let line: Bool
     private let lock = NSLock()
     private var policies: [String: String] = [:]
-    private var transfers: [String: (bytes: Int64, total: Int64, start: Date, startBytes: Int64)] = [:]
-    private var drawn = false
+    private var transfers: [String: Transfer] = [:]
+    /// Bytes and totals of the transfers that finished, for the total line.
+    private var finished: (bytes: Int64, total: Int64) = (0, 0)
+    private var drawnLines = 0
+    /// Longest file name shown, so a line fits a narrow terminal (a wrapped line would break the redraw).
+    static let nameWidth = 32
 
     init(context: Context, json: Bool, line: Bool) {
         sink = context.standardError
@@ -209,38 +227,67 @@ final class FetchProgress: @unchecked Sendable {
         }
     }
 
+    /// Clears the lines before the summary is printed.
     func finish() {
         lock.lock()
         defer { lock.unlock() }
-        if drawn { sink.write("\r\u{1B}[2K") }
+        redraw([])
     }
 
     private func draw(_ event: FetchEvent) {
+        let now = Date()
         switch event {
         case .downloading(_, let file, let bytes, let total):
-            let now = Date()
-            let previous = transfers[file] ?? (bytes: bytes, total: total, start: now, startBytes: bytes)
-            transfers[file] = (bytes: bytes, total: total, start: previous.start, startBytes: previous.startBytes)
+            let start = transfers[file] ?? Transfer(bytes: bytes, total: total, start: now, startBytes: bytes)
+            transfers[file] = Transfer(bytes: bytes, total: total, start: start.start, startBytes: start.startBytes)
         case .verifying(_, let file):
-            transfers[file] = nil
+            if let done = transfers.removeValue(forKey: file) {
+                finished.bytes += done.bytes
+                finished.total += done.total
+            }
         default:
             return
         }
-        var parts: [String] = []
-        var done: Int64 = 0
-        var all: Int64 = 0
+        var lines: [String] = []
+        var rates = 0.0
+        var bytes = finished.bytes
+        var total = finished.total
         for (file, transfer) in transfers.sorted(by: { $0.key < $1.key }) {
-            let seconds = max(0.001, Date().timeIntervalSince(transfer.start))
-            let rate = Double(transfer.bytes - transfer.startBytes) / seconds
-            let left = rate > 0 ? Int(Double(transfer.total - transfer.bytes) / rate) : -1
-            parts.append(
-                "\(file) \(ProgressBar.bytes(transfer.bytes))/\(ProgressBar.bytes(transfer.total)) \(ProgressBar.bytes(Int64(rate)))/s"
-                    + (left >= 0 ? " \(left)s left" : ""))
-            done += transfer.bytes
-            all += transfer.total
+            let seconds = now.timeIntervalSince(transfer.start)
+            let rate = seconds > 0.2 ? Double(transfer.bytes - transfer.startBytes) / seconds : 0
+            rates += rate
+            bytes += transfer.bytes
+            total += transfer.total
+            lines.append(Self.line(Self.shortened(file), bytes: transfer.bytes, total: transfer.total, rate: rate))
         }
-        drawn = true
-        sink.write("\r\u{1B}[2K" + parts.joined(separator: " | ") + (parts.count > 1 ? " | total \(ProgressBar.bytes(done))/\(ProgressBar.bytes(all))" : ""))
+        if !lines.isEmpty { lines.append(Self.line("total", bytes: bytes, total: total, rate: rates)) }
+        redraw(lines)
+    }
+
+    /// Replaces the lines drawn last with `lines`: back to the first one, erase to the end of the screen, write.
+    private func redraw(_ lines: [String]) {
+        guard drawnLines > 0 || !lines.isEmpty else { return }
+        let up = drawnLines > 1 ? "\u{1B}[\(drawnLines - 1)A" : ""
+        sink.write("\r" + up + "\u{1B}[J" + lines.joined(separator: "\n"))
+        drawnLines = lines.count
+    }
+
+    /// `NAME BYTES/TOTAL RATE/s TIME left`.
+    static func line(_ name: String, bytes: Int64, total: Int64, rate: Double) -> String {
+        let left = rate > 0 ? duration(Double(max(0, total - bytes)) / rate) : "--"
+        return "\(name) \(ProgressBar.bytes(bytes))/\(ProgressBar.bytes(total)) \(ProgressBar.bytes(Int64(rate)))/s \(left) left"
+    }
+
+    /// `42s`, `3m05s`, `2h07m`.
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(min(seconds.rounded(.up), 360_000))
+        if whole < 60 { return "\(whole)s" }
+        if whole < 3600 { return "\(whole / 60)m" + String(format: "%02ds", whole % 60) }
+        return "\(whole / 3600)h" + String(format: "%02dm", whole / 60 % 60)
+    }
+
+    static func shortened(_ name: String) -> String {
+        name.count <= nameWidth ? name : String(name.prefix(nameWidth - 1)) + "\u{2026}"
     }
 
     static func json(_ event: FetchEvent, policy: (String) -> String?) -> JSONValue {
@@ -251,7 +298,7 @@ final class FetchProgress: @unchecked Sendable {
         case .catalogAccepted(let serial, let signers):
             return .object([
                 ("event", .string("catalog")), ("serial", .number(serial)),
-                ("signers", .array(signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })),
+                ("signers", .signers(signers)),
             ])
         case .queued(let name, _): return product(name, "queued", [])
         case .downloading(let name, let file, let bytes, let total):

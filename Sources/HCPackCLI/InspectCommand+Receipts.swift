@@ -13,6 +13,11 @@ extension InspectCommand {
                 signers.isEmpty
                 ? "    Signed by:  (installed without --trusted-key)\n"
                 : "    Signed by:  " + signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ") + "\n"
+            if let catalog = receipt.catalog {
+                text +=
+                    "    Catalog:    serial \(catalog.serial), signed by "
+                    + catalog.signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ") + " (hcpack fetch)\n"
+            }
         }
         return text
     }
@@ -28,12 +33,14 @@ extension InspectCommand {
                             ("productIdentifier", .string(receipt.productIdentifier)), ("version", .string(receipt.version)),
                             ("files", .number(Int64(receipt.files.count))),
                             ("bytes", .number(receipt.files.saturatingSum(\.size))),
+                            ("signers", .signers(receipt.signers ?? [])),
                             (
-                                "signers",
-                                .array(
-                                    (receipt.signers ?? []).map {
-                                        .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))])
-                                    })
+                                "catalog",
+                                receipt.catalog.map { catalog in
+                                    .object([
+                                        ("serial", .number(catalog.serial)), ("signers", .signers(catalog.signers)),
+                                    ])
+                                } ?? .null
                             ),
                         ])
                     })

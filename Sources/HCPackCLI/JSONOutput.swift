@@ -1,4 +1,5 @@
 import Foundation
+import HostedContent
 
 /// A JSON value whose object keys keep the order they were written in, so output reads top-down.
 public indirect enum JSONValue: Sendable, Equatable {
@@ -50,5 +51,12 @@ public indirect enum JSONValue: Sendable, Equatable {
             }
         }
         return result + "\""
+    }
+}
+
+extension JSONValue {
+    /// `[{name, keyHash}]`: the signers of a note, as every report writes them (common.schema.json#/$defs/signers).
+    static func signers(_ signers: [NoteSigner]) -> JSONValue {
+        .array(signers.map { .object([("name", .string($0.name)), ("keyHash", .string($0.keyHash))]) })
     }
 }

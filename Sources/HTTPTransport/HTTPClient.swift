@@ -41,15 +41,19 @@ public struct HTTPResponseHead: Sendable, Equatable {
     public subscript(_ name: String) -> String? { fields[name] }
 }
 
-/// One GET: the URL and the extra request header fields (`Range`, `If-Range`).
+/// One GET: the URL, the extra request header fields (`Range`, `If-Range`) and how long it may take in all.
 public struct HTTPRequest: Sendable, Equatable {
     public var url: String
     /// Extra header fields, in order, as (name, value).
     public var headers: [HTTPHeaderField]
+    /// Seconds the whole transfer may take, connecting and redirects included (`CURLOPT_TIMEOUT_MS`); nil: no
+    /// total bound (only the low-speed cut). Past it the transfer fails with `HTTPError.Kind.deadline`.
+    public var deadline: Double?
 
-    public init(url: String, headers: [HTTPHeaderField] = []) {
+    public init(url: String, headers: [HTTPHeaderField] = [], deadline: Double? = nil) {
         self.url = url
         self.headers = headers
+        self.deadline = deadline
     }
 }
 
@@ -80,6 +84,8 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         case connection
         /// Slower than the low-speed limit for the window (a stall): worth retrying.
         case stalled
+        /// Not finished within the request's `deadline` (a server sending just fast enough, forever).
+        case deadline
         /// The certificate did not verify, or the CA file is unusable: a retry does not help.
         case tls
         /// Too many redirects, or one to a scheme that is not allowed (file://, https to http).
@@ -142,8 +148,10 @@ public final class HTTPClient {
         guard lower.hasPrefix("https://") || lower.hasPrefix("http://") else {
             throw HTTPError(kind: .badURL, url: request.url, message: "only http:// and https:// URLs are fetched", code: -1)
         }
+        let started = ContinuousClock.now
         let state = TransferState(
-            url: request.url, maxHeaderBytes: limits.maxHeaderBytes, onHead: onHead, onBody: onBody, onTick: onTick)
+            url: request.url, maxHeaderBytes: limits.maxHeaderBytes, onHead: onHead, onBody: onBody, onTick: onTick,
+            deadline: request.deadline.map { started + .milliseconds(Self.milliseconds($0)) })
         let unmanaged = Unmanaged.passRetained(state)
         defer { unmanaged.release() }
         var headers: UnsafeMutablePointer<curl_slist>?
@@ -159,13 +167,29 @@ public final class HTTPClient {
             if rc == CURLE_OK { rc = curl_easy_perform(handle) }
             return rc
         }
+        let pastDeadline = { () -> HTTPError in
+            HTTPError(
+                kind: .deadline, url: request.url,
+                message: "not finished within \(Self.seconds(request.deadline ?? 0)) s, the deadline of one attempt",
+                code: Int(code.rawValue))
+        }
+        if state.deadlineReached { throw pastDeadline() }
         if state.stoppedByCaller {
             return HTTPOutcome(head: state.deliveredHead ?? state.currentHead(), completed: false)
         }
         if let failure = state.headerFailure {
             throw HTTPError(kind: .malformedReply, url: request.url, message: failure, code: Int(code.rawValue))
         }
-        guard code == CURLE_OK else { throw error(code, url: request.url) }
+        guard code == CURLE_OK else {
+            // libcurl's own total timeout is a backstop a second later (the progress callback checks the deadline);
+            // it shares its code with the low-speed cut, so the clock tells them apart.
+            if code == CURLE_OPERATION_TIMEDOUT, let deadline = request.deadline,
+                started.duration(to: .now) >= .milliseconds(Self.milliseconds(deadline))
+            {
+                throw pastDeadline()
+            }
+            throw error(code, url: request.url)
+        }
         var effective: UnsafeMutablePointer<CChar>?
         var head = state.currentHead()
         if ccurl_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK, let effective {
@@ -194,6 +218,7 @@ public final class HTTPClient {
             { ccurl_setopt_long(self.handle, CURLOPT_CONNECTTIMEOUT, self.limits.connectTimeout) },
             { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_LIMIT, self.limits.lowSpeedBytes) },
             { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_TIME, self.limits.lowSpeedSeconds) },
+            { ccurl_setopt_long(self.handle, CURLOPT_TIMEOUT_MS, request.deadline.map { Self.milliseconds($0 + 1) } ?? 0) },
             { ccurl_setopt_long(self.handle, CURLOPT_HTTP_CONTENT_DECODING, 0) },
             // 256 KiB a write callback instead of 16: fewer calls, fewer pwrites.
             { ccurl_setopt_long(self.handle, CURLOPT_BUFFERSIZE, 256 << 10) },
@@ -216,6 +241,17 @@ public final class HTTPClient {
             if rc != CURLE_OK { return rc }
         }
         return CURLE_OK
+    }
+
+    /// A deadline in whole milliseconds for libcurl (0 would mean none: at least 1).
+    static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite, seconds > 0 else { return 1 }
+        return max(1, Int(min(seconds * 1000, 1e15)))
+    }
+
+    /// Seconds for a message: whole when they are.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && value < 1e15 ? String(Int64(value)) : String(format: "%.1f", value)
     }
 
     /// The typed error for a failed `curl_easy_perform`.
@@ -253,11 +289,15 @@ private final class TransferState {
     var deliveredHead: HTTPResponseHead?
     var stoppedByCaller = false
     var headerFailure: String?
+    /// When the request's deadline passes; the progress callback (about once a second at least) stops there.
+    let deadline: ContinuousClock.Instant?
+    var deadlineReached = false
 
     init(
         url: String, maxHeaderBytes: Int, onHead: @escaping (HTTPResponseHead) -> Bool,
-        onBody: @escaping (UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool
+        onBody: @escaping (UnsafeRawBufferPointer) -> Bool, onTick: @escaping () -> Bool, deadline: ContinuousClock.Instant?
     ) {
+        self.deadline = deadline
         self.url = url
         self.maxHeaderBytes = maxHeaderBytes
         self.onHead = onHead
@@ -307,6 +347,10 @@ private final class TransferState {
     }
 
     func tick() -> Bool {
+        if let deadline, ContinuousClock.now >= deadline {
+            deadlineReached = true
+            return false
+        }
         guard onTick() else {
             stoppedByCaller = true
             return false

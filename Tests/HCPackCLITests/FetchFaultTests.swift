@@ -39,8 +39,7 @@ import Testing
         corpus.standard()
         let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/" + item.scenario, prefix: item.scenario, serial: 1)
-        let dest = corpus.destination("app")
-        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", dest, "-q"]).status == 0)
+        let dest = corpus.installed(["levels-1.0.zip"], into: "app")
         let before = corpus.snapshot(dest)
         let size = corpus.size("levels-1.1.zip")
 

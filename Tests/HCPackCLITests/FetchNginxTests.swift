@@ -20,24 +20,25 @@ enum FetchKept {
         hcpack(["fetch"] + arguments)
     }
 
-    /// A folder with `archive` installed by hcpack install, for comparing with what fetch left.
+    /// A folder with `archives` installed by hcpack install, for comparing with what fetch left.
     func direct(_ corpus: FetchCorpus, _ archives: [String], name: String) -> [String: String] {
-        let dest = corpus.destination(name)
-        for archive in archives {
-            let result = hcpack(["install", corpus.folder.url("www/" + archive), "--dest", dest, "-q"])
-            #expect(result.status == 0, "\(result.stderr)")
-        }
-        return corpus.snapshot(dest)
+        corpus.snapshot(corpus.installed(archives, into: name))
+    }
+
+    /// The usual start: levels 1.0, 1.1 and their delta, nginx over `www/`, and (unless empty) `archives` in
+    /// its catalog at `serial`; the catalog's URL.
+    func release(_ archives: [String] = [], serial: Int = 1) throws -> (corpus: FetchCorpus, nginx: Nginx, url: String) {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
+        if !archives.isEmpty { corpus.publish(archives, baseURL: nginx.base, serial: serial) }
+        return (corpus, nginx, nginx.base + "/catalog.json")
     }
 
     @Test("first install, an upgrade through the delta, then an up-to-date rerun that downloads only the catalog")
     func installUpgradeRerun() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
-        corpus.publish(["levels-1.0.zip"], baseURL: nginx.base, serial: 1)
+        let (corpus, nginx, url) = try release(["levels-1.0.zip"])
         let dest = corpus.destination("app")
-        let url = nginx.base + "/catalog.json"
 
         let nothing = fetch([url, "--trusted-key", corpus.pub, "--dest", dest])
         #expect(nothing.status == 2 && nothing.stderr.contains("pass --product ID (the catalog offers: com.example.levels 1.0 (onDemand))"), "\(nothing.stderr)")
@@ -57,8 +58,15 @@ enum FetchKept {
         #expect((product["downloadedBytes"] as? NSNumber)?.int64Value == corpus.size("levels-1.0-1.1.zip"))
         #expect(corpus.snapshot(dest) == direct(corpus, ["levels-1.1.zip"], name: "direct-1.1"))
         #expect(corpus.partials(dest).isEmpty)
-        let provenance = try #require(corpus.folder.read("app/.hcpack/fetch/installed-com.example.levels.json"))
-        #expect(String(decoding: provenance, as: UTF8.self).contains("\"catalogSerial\" : 2"))
+        // The receipt names the catalog the version came from; install's receipt does not.
+        let catalog = try #require(corpus.receiptCatalog(dest))
+        #expect((catalog["serial"] as? NSNumber)?.int64Value == 2)
+        let signers = try #require(catalog["signers"] as? [[String: Any]])
+        #expect(signers.count == 1 && signers.first?["name"] as? String == "example.com/release")
+        #expect(corpus.receiptCatalog(corpus.folder.url("direct-1.1")) == nil)
+        #expect(!FileManager.default.fileExists(atPath: dest + "/.hcpack/fetch/installed-com.example.levels.json"))
+        let inspected = hcpack(["inspect", dest])
+        #expect(inspected.stdout.contains("Catalog:    serial 2, signed by example.com/release ("), "\(inspected.stdout)")
 
         let before = nginx.requests().count
         let rerun = fetch([url, "--trusted-key", corpus.pub, "--dest", dest])
@@ -69,12 +77,8 @@ enum FetchKept {
 
     @Test("--json and --progress json match docs/schemas (fetch, fetch-progress): installed, through a delta, up to date, refused")
     func machineInterface() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
-        corpus.publish(["levels-1.0.zip"], baseURL: nginx.base, serial: 1)
+        let (corpus, nginx, url) = try release(["levels-1.0.zip"])
         let dest = corpus.destination("app")
-        let url = nginx.base + "/catalog.json"
         let validator = JSONSchemaValidator(folder: JSONSchemaTests.schemas)
 
         /// Every stderr line of `--progress json` is one object the progress schema allows; returns their events.
@@ -102,6 +106,11 @@ enum FetchKept {
         #expect(upgrade.first == "catalog" && upgrade.contains("downloading") && upgrade.last == "installed", "\(upgrade)")
         let current = try JSONSchemaTests.conforms(["fetch", url, "--trusted-key", corpus.pub, "--dest", dest, "--json"], status: 0)
         #expect(statuses(current) == [.string("upToDate")])
+        // inspect DIR --json: the receipt's catalog, in the inspect schema.
+        let inspected = try JSONSchemaTests.conforms(["inspect", dest, "--json"], status: 0)
+        var receipts: [JSONDocument] = []
+        if case .array(let items)? = inspected["receipts"] { receipts = items }
+        #expect(receipts.count == 1 && receipts.first?["catalog"]?["serial"] == .integer(2), "\(inspected)")
         #expect(try events([url, "--trusted-key", corpus.pub, "--dest", dest], status: 0).last == "up-to-date")
         // Refused before any product is looked at: the error object.
         #expect(hcpack(["keygen", "--name", "example.com/other", "-o", corpus.folder.url("other.key")]).status == 0)
@@ -112,16 +121,11 @@ enum FetchKept {
 
     @Test("a refused delta falls back to the full archive in the same run, replacing edited files it installed; a file it did not install needs --repair")
     func fallback() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
-        corpus.publish(["levels-1.0.zip", "levels-1.1.zip", "levels-1.0-1.1.zip"], baseURL: nginx.base, serial: 3)
-        let url = nginx.base + "/catalog.json"
+        let (corpus, nginx, url) = try release(["levels-1.0.zip", "levels-1.1.zip", "levels-1.0-1.1.zip"], serial: 3)
         let expected = direct(corpus, ["levels-1.1.zip"], name: "direct")
 
         // A file the delta does not carry went missing: the delta is refused, the full archive restores it.
-        let missing = corpus.destination("missing")
-        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", missing, "-q"]).status == 0)
+        let missing = corpus.installed(["levels-1.0.zip"], into: "missing")
         corpus.folder.remove("missing/levels/2.json")
         let result = fetch([url, "--trusted-key", corpus.pub, "--dest", missing, "--progress", "json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -131,8 +135,7 @@ enum FetchKept {
         #expect(archives == ["/levels-1.0-1.1.zip", "/levels-1.1.zip"])
 
         // An edited file this product installed: the delta is refused, and the full archive replaces it, saying so.
-        let edited = corpus.destination("edited")
-        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", edited, "-q"]).status == 0)
+        let edited = corpus.installed(["levels-1.0.zip"], into: "edited")
         corpus.folder.write("edited/levels/2.json", "mine\n")
         let replaced = fetch([url, "--trusted-key", corpus.pub, "--dest", edited])
         #expect(replaced.status == 0, "\(replaced.stderr)")
@@ -141,8 +144,7 @@ enum FetchKept {
 
         // A file hcpack did not install in the way (levels/3.json is new in 1.1): refused, DIR as it was, until
         // --repair, which replaces it.
-        let foreign = corpus.destination("foreign")
-        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", foreign, "-q"]).status == 0)
+        let foreign = corpus.installed(["levels-1.0.zip"], into: "foreign")
         corpus.folder.write("foreign/levels/2.json", "mine\n")
         corpus.folder.write("foreign/levels/3.json", "the user's\n")
         let before = corpus.snapshot(foreign)
@@ -230,12 +232,8 @@ enum FetchKept {
 
     @Test("a catalog whose note does not match, an expired one, and a lower serial are refused with DIR as it was")
     func trust() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
-        let dest = corpus.destination("app")
-        #expect(hcpack(["install", corpus.folder.url("www/levels-1.0.zip"), "--dest", dest, "-q"]).status == 0)
-        let url = nginx.base + "/catalog.json"
+        let (corpus, nginx, url) = try release()
+        let dest = corpus.installed(["levels-1.0.zip"], into: "app")
         let common = ["--trusted-key", corpus.pub, "--dest", dest]
 
         corpus.publish(["levels-1.1.zip"], baseURL: nginx.base, serial: 5)
@@ -261,7 +259,7 @@ enum FetchKept {
         // Refused before any archive was asked for.
         #expect(!nginx.requests().contains { $0.uri.hasSuffix(".zip") })
 
-        // The serial is kept per key, not per URL: the same catalog read from disk is refused as well.
+        // The serial is kept for DIR, not per URL: the same catalog read from disk is refused as well.
         let local = fetch([corpus.folder.url("www/catalog.json")] + common)
         #expect(local.status == 1 && local.stderr.contains("lower than 7"), "\(local.stderr)")
     }

@@ -62,14 +62,16 @@ final class FetchCorpus {
         #expect(delta.status == 0, "\(delta.stderr)")
     }
 
-    /// Writes `www/PREFIX/catalog.json` (and its note) naming `archives` under `baseURL`.
+    /// Writes `www/PREFIX/catalog.json` (and its note) naming `archives` under `baseURL`, signed by `signKey`
+    /// (default: the release key).
     @discardableResult
     func publish(
-        _ archives: [String], baseURL: String, prefix: String = "", serial: Int = 1, expires: String? = nil, extra: [String] = []
+        _ archives: [String], baseURL: String, prefix: String = "", serial: Int = 1, expires: String? = nil, extra: [String] = [],
+        signKey: String? = nil
     ) -> String {
         let output = folder.url("www/" + (prefix.isEmpty ? "" : prefix + "/") + "catalog.json")
         var arguments = ["catalog"] + archives.map { folder.url("www/" + $0) }
-        arguments += ["--base-url", baseURL, "-o", output, "--serial", "\(serial)", "--sign-key", key, "-q"] + extra
+        arguments += ["--base-url", baseURL, "-o", output, "--serial", "\(serial)", "--sign-key", signKey ?? key, "-q"] + extra
         if let expires { arguments += ["--expires", expires] }
         if !prefix.isEmpty { folder.makeFolder("www/" + prefix) }
         let result = hcpack(arguments)
@@ -81,6 +83,17 @@ final class FetchCorpus {
     func destination(_ name: String) -> String {
         folder.makeFolder(name)
         return folder.url(name)
+    }
+
+    /// A new folder `name` with `archives` (under `www/`) installed in turn by `hcpack install`.
+    @discardableResult
+    func installed(_ archives: [String], into name: String) -> String {
+        let dest = destination(name)
+        for archive in archives {
+            let result = hcpack(["install", folder.url("www/" + archive), "--dest", dest, "-q"])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        return dest
     }
 
     /// Every file under `path` but `.hcpack/fetch`, with its size and a hash of its bytes (folders: "/"): what a
@@ -95,13 +108,24 @@ final class FetchCorpus {
             if isFolder.boolValue {
                 result[relative] = "/"
             } else {
-                let bytes = FileManager.default.contents(atPath: path + "/" + relative) ?? Data()
+                var bytes = FileManager.default.contents(atPath: path + "/" + relative) ?? Data()
+                // A receipt fetch wrote names the catalog its version came from; install's does not. The rest must be equal.
+                if relative.hasPrefix(".hcpack/receipts/"), var receipt = jsonObject(String(decoding: bytes, as: UTF8.self)) {
+                    receipt["catalog"] = nil
+                    bytes = (try? JSONSerialization.data(withJSONObject: receipt, options: [.sortedKeys])) ?? bytes
+                }
                 // FNV-1a: a short, stable name for the bytes, so a failed comparison stays readable.
                 let hash = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
                 result[relative] = "\(bytes.count):\(String(hash, radix: 16))"
             }
         }
         return result
+    }
+
+    /// The `catalog` of `product`'s receipt in `destination`: the serial and signers fetch recorded.
+    func receiptCatalog(_ destination: String, _ product: String = "com.example.levels") -> [String: Any]? {
+        let bytes = FileManager.default.contents(atPath: destination + "/.hcpack/receipts/\(product).json") ?? Data()
+        return jsonObject(String(decoding: bytes, as: UTF8.self))?["catalog"] as? [String: Any]
     }
 
     /// Sizes of the partial downloads in DIR's bookkeeping folder.
@@ -374,6 +398,9 @@ final class FaultServer {
                 entry = {"scenario": scenario, "path": name, "range": self.headers.get("Range", ""),
                          "ifRange": self.headers.get("If-Range", ""), "status": 0, "sent": 0}
                 if not name.endswith(".zip"):
+                    small = getattr(self, "small_" + scenario.replace("-", "_"), None)
+                    if small is not None and name == "catalog.json":
+                        return small(entry)
                     return self.plain(path, entry)
                 with lock:
                     attempts[(scenario, name)] = attempts.get((scenario, name), 0) + 1
@@ -488,6 +515,35 @@ final class FaultServer {
                 self.wfile.flush()
                 time.sleep(20)
                 self.close_connection = True
+
+            def trickle(self, chunks, entry, length, limit=20):
+                # Sends each chunk 0.25 s after the last (at most `limit` seconds, then closes), after a head that
+                # announces `length` bytes.
+                self.send_response(200)
+                self.send_header("Content-Length", str(length))
+                entry["status"] = 200
+                log(entry)
+                self.end_headers()
+                started = time.monotonic()
+                try:
+                    for chunk in chunks:
+                        if time.monotonic() - started > limit:
+                            break
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                        time.sleep(0.25)
+                except OSError:
+                    pass
+                self.close_connection = True
+
+            def small_slowcatalog(self, entry):
+                # A catalog announced as 64 MiB and sent as 1 KiB of white space every 0.25 s: 4 KiB/s, above the
+                # rate floor, so only a deadline ends it.
+                self.trickle((b" " * 1024 for _ in range(65536)), entry, 64 << 20)
+
+            def fault_trickle(self, data, attempt, entry):
+                # The archive, 64 bytes every 0.25 s (256 B/s).
+                self.trickle((data[i:i + 64] for i in range(0, len(data), 64)), entry, len(data), limit=60)
 
             def fault_good(self, data, attempt, entry):
                 self.ranged(data, entry)

@@ -203,11 +203,27 @@ import Testing
         #expect(next.rangeStart == nil && next.ifRange == nil)
     }
 
+    @Test("An attempt's deadline: attemptSeconds for the note and catalog, plus the bytes still needed at the rate floor for an archive")
+    func deadline() {
+        var policy = RetryPolicy()
+        #expect(policy.deadline(bytes: nil, minRate: 1024) == 60)
+        #expect(policy.deadline(bytes: 10 * 1024, minRate: 1024) == 70)
+        policy.attemptSeconds = 1
+        #expect(policy.deadline(bytes: 0, minRate: 0) == 1)
+        #expect(policy.deadline(bytes: -5, minRate: 100) == 1)
+    }
+
     @Test("Content-Range parsing is strict")
     func contentRange() {
         #expect(ContentRange("bytes 10-19/20") == ContentRange("bytes 10-19/20"))
         #expect(ContentRange("bytes 10-19/20")?.start == 10)
-        for bad in ["bytes 10-20/20", "bytes 19-10/20", "bytes -1-3/20", "items 0-1/2", "bytes 0-1/", "bytes 0-1/*"] {
+        #expect(ContentRange("bytes 0-0/1")?.total == 1)
+        // 1*DIGIT allows leading zeros.
+        #expect(ContentRange("bytes 010-19/020") == ContentRange("bytes 10-19/20"))
+        for bad in [
+            "bytes 10-20/20", "bytes 19-10/20", "bytes -1-3/20", "items 0-1/2", "bytes 0-1/", "bytes 0-1/*",
+            "bytes +10-19/20", "bytes 10-+19/20", "bytes 10-19/+20", "bytes 10 -19/20", "bytes 10-19 /20",
+        ] {
             #expect(ContentRange(bad) == nil, "\(bad)")
         }
     }

@@ -37,6 +37,19 @@ struct InstallReceiptTests {
         #expect(InstallReceipt.decode(bytes) == receipt)
     }
 
+    @Test("A receipt with the catalog fetch installed it from is what JSONEncoder wrote, and decodes to it", arguments: [0, 1, 2])
+    func receiptWithCatalog(signers: Int) throws {
+        let catalog = CatalogProvenance(
+            serial: 9_223_372_036_854_775_807,
+            signers: (0..<signers).map { NoteSigner(name: Self.awkward + "\($0)", keyHash: String(format: "%08x", $0)) })
+        let receipt = InstallReceipt(
+            productIdentifier: "com.example.levels", version: "1.1", files: [InstalledFile(path: "a", size: 1, sha256: "00")],
+            signers: [NoteSigner(name: "example.com/release", keyHash: "1c2a73fa")], plistSHA256: "ab", catalog: catalog)
+        let bytes = receipt.encoded()
+        #expect(bytes == (try Self.reference(receipt)))
+        #expect(InstallReceipt.decode(bytes) == receipt)
+    }
+
     @Test("A journal is byte for byte what JSONEncoder wrote, and decodes to the same value")
     func journalMatchesJSONEncoder() throws {
         let files = Self.paths.map { InstalledFile(path: $0, size: Int64.max, sha256: "") }

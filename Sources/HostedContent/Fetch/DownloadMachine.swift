@@ -10,8 +10,18 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxDelay: Double = 30
     /// The longest `Retry-After` honoured, in seconds; a longer one is waited for this long.
     public var maxRetryAfter: Double = 60
+    /// Seconds one attempt at a file of unknown size (the note, the catalog) may take in all; an attempt at a
+    /// file of known size (an archive, a delta) gets this plus the bytes it still needs at the rate floor. A
+    /// server that sends just above the floor forever is cut here.
+    public var attemptSeconds: Double = 60
 
     public init() {}
+
+    /// The deadline of one attempt that still needs `bytes` (nil: unknown) at `minRate` bytes a second.
+    func deadline(bytes: Int64?, minRate: Int) -> Double {
+        guard let bytes else { return attemptSeconds }
+        return attemptSeconds + Double(max(0, bytes)) / Double(max(1, minRate))
+    }
 
     /// The wait before attempt `failures + 1`: capped exponential, with up to half of it random (`jitter` in 0..<1).
     func backoff(failures: Int, jitter: Double) -> Double {
@@ -269,14 +279,20 @@ struct ContentRange: Equatable {
     var end: Int64
     var total: Int64
 
+    /// RFC 9110's 1*DIGIT: Int64("+5") would also take a sign.
+    private static func number(_ text: Substring) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        return Int64(text)
+    }
+
     init?(_ text: String) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard trimmed.hasPrefix("bytes ") else { return nil }
         let rest = trimmed.dropFirst(6)
         let halves = rest.split(separator: "/", omittingEmptySubsequences: false)
-        guard halves.count == 2, let total = Int64(halves[1]) else { return nil }
+        guard halves.count == 2, let total = Self.number(halves[1]) else { return nil }
         let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start >= 0, start <= end, end < total else {
+        guard bounds.count == 2, let start = Self.number(bounds[0]), let end = Self.number(bounds[1]), start <= end, end < total else {
             return nil
         }
         self.start = start

@@ -57,6 +57,8 @@ final class Downloader {
     let client: HTTPClient
     let policy: RetryPolicy
     let cancellation: FetchCancellation
+    /// The rate floor, bytes a second: an archive's deadline gives its bytes this rate.
+    let minRate: Int
 
     init(limits: HTTPLimits, policy: RetryPolicy, cancellation: FetchCancellation) throws(HCPackError) {
         do {
@@ -64,6 +66,7 @@ final class Downloader {
         } catch {
             throw HCPackError(.io, error.message)
         }
+        minRate = limits.lowSpeedBytes
         self.policy = policy
         self.cancellation = cancellation
     }
@@ -109,7 +112,9 @@ final class Downloader {
                     var failure: TransportFailure?
                     do {
                         _ = try client.get(
-                            HTTPRequest(url: request.url, headers: headers),
+                            HTTPRequest(
+                                url: request.url, headers: headers,
+                                deadline: policy.deadline(bytes: target.size - (request.rangeStart ?? 0), minRate: minRate)),
                             onHead: { head in
                                 switch machine.received(Self.replyHead(head), jitter: Double.random(in: 0..<1)) {
                                 case .discard: return false
@@ -149,7 +154,7 @@ final class Downloader {
                             onTick: { !self.cancellation.isCancelled })
                     } catch {
                         switch error.kind {
-                        case .connection, .stalled: failure = .transient("\(error.url): \(error.message)")
+                        case .connection, .stalled, .deadline: failure = .transient("\(error.url): \(error.message)")
                         default: failure = .permanent("\(error.url): \(error.message)")
                         }
                     }
@@ -235,7 +240,7 @@ final class Downloader {
                 var transport: HTTPError?
                 do {
                     outcome = try client.get(
-                        HTTPRequest(url: url), onHead: { $0.status == 200 && ($0["content-encoding"] ?? "identity") == "identity" },
+                        HTTPRequest(url: url, deadline: policy.deadline(bytes: nil, minRate: minRate)), onHead: { $0.status == 200 && ($0["content-encoding"] ?? "identity") == "identity" },
                         onBody: { bytes in
                             guard body.count + bytes.count <= limit else {
                                 tooLarge = true
@@ -252,10 +257,10 @@ final class Downloader {
                 }
                 var retry: String?
                 if let transport {
-                    guard transport.kind == .connection || transport.kind == .stalled else {
+                    guard [.connection, .stalled, .deadline].contains(transport.kind) else {
                         throw DownloadStop(failure: DownloadFailure(kind: .refused, message: transport.description), stats: DownloadStats())
                     }
-                    retry = transport.description
+                    retry = transport.description + (transport.kind == .deadline ? " (a slow link may need a longer --timeout)" : "")
                 } else if let outcome {
                     let status = outcome.head.status
                     if status == 200 {

@@ -46,6 +46,17 @@ public struct FetchOptions: Sendable {
     }
 }
 
+extension FetchOptions {
+    /// The largest archive or delta downloaded: `verify.maxSize` (the content limit the install applies) plus an
+    /// eighth and 64 KiB for the archive's own headers and plist. A larger one is refused before any byte of
+    /// it is fetched: the install would refuse its content anyway.
+    public var largestDownload: Int64 {
+        let size = max(0, verify.maxSize)
+        let (total, overflow) = size.addingReportingOverflow(size / 8 + (64 << 10))
+        return overflow ? Int64.max : total
+    }
+}
+
 /// Full archive or delta.
 public enum FetchMethod: String, Sendable {
     case full

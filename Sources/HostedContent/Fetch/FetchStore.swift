@@ -5,8 +5,9 @@ import Foundation
 /// - `lock`: held by one fetch at a time (installs take `DIR/.hcpack/lock` themselves);
 /// - `<sha256>.download`: a partial or finished download, named by the SHA-256 it must have; beside it
 ///   `<sha256>.download.http`, the validator (ETag or Last-Modified) its bytes came with;
-/// - `serial-<keyhash>-<name>`: the highest catalog serial accepted from that signing key;
-/// - `installed-<product>.json`: the catalog serial and signers an installed version came from.
+/// - `serial`: the highest catalog serial accepted, under any trusted key.
+///
+/// Which catalog an installed version came from is in its receipt (`InstallReceipt.catalog`), not here.
 final class FetchStore {
     static let folderName = "fetch"
     static let lockName = "lock"
@@ -46,26 +47,40 @@ final class FetchStore {
 
     // MARK: serials
 
-    private static func serialName(_ signer: NoteSigner) -> String {
-        let safe = String(signer.name.unicodeScalars.map { scalar -> Character in
-            CharacterSet.alphanumerics.contains(scalar) || scalar == "." || scalar == "-" ? Character(scalar) : "_"
-        })
-        return "serial-\(signer.keyHash)-\(safe)"
+    /// The one high-water mark of accepted catalog serials, whichever trusted key signed them.
+    static let serialName = "serial"
+    /// Per-key marks written by earlier hcpack (`serial-<keyhash>-<name>`): read (the highest counts), then
+    /// removed once `serial` holds at least as much.
+    static let legacySerialPrefix = "serial-"
+
+    /// The highest catalog serial accepted in this DIR under any trusted key (a key rotation does not reset
+    /// it: an old catalog signed by the retiring key is still a replay); nil when none was accepted yet.
+    /// - Throws: `.io` for a mark that is not a number, saying what to do.
+    func acceptedSerial() throws(HCPackError) -> Int64? {
+        var highest: Int64?
+        for name in try folder.list() where name == Self.serialName || name.hasPrefix(Self.legacySerialPrefix) {
+            let value = try readSerial(name)
+            highest = max(highest ?? value, value)
+        }
+        return highest
     }
 
-    /// The highest serial accepted from `signer` in this DIR; nil never.
-    func acceptedSerial(_ signer: NoteSigner) throws(HCPackError) -> Int64? {
-        guard let bytes = try folder.readFile(Self.serialName(signer), limit: 64) else { return nil }
-        guard let value = Int64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw HCPackError(
-                .io, "\(describe(Self.serialName(signer))) is damaged; remove it only if you trust the catalog you fetch next",
-                path: describe(Self.serialName(signer)))
-        }
+    private func readSerial(_ name: String) throws(HCPackError) -> Int64 {
+        let damaged = HCPackError(
+            .io, "\(describe(name)) is damaged; remove it only if you trust the catalog you fetch next", path: describe(name))
+        guard try folder.status(name)?.kind == .file, let bytes = try folder.readFile(name, limit: 64),
+            let value = Int64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        else { throw damaged }
         return value
     }
 
-    func recordSerial(_ serial: Int64, for signer: NoteSigner) throws(HCPackError) {
-        try folder.writeAtomically(Self.serialName(signer), Array("\(serial)\n".utf8))
+    /// Records `serial` as the high-water mark (the caller checked it is not lower), and removes the per-key
+    /// marks of earlier hcpack it supersedes.
+    func recordSerial(_ serial: Int64) throws(HCPackError) {
+        try folder.writeAtomically(Self.serialName, Array("\(serial)\n".utf8))
+        for name in try folder.list() where name.hasPrefix(Self.legacySerialPrefix) {
+            if let value = try? readSerial(name), value <= serial { _ = try folder.removeFile(name) }
+        }
     }
 
     // MARK: receipts
@@ -95,10 +110,46 @@ final class FetchStore {
     static func downloadName(_ sha256: String) -> String { sha256 + ".download" }
     static func validatorName(_ sha256: String) -> String { sha256 + ".download.http" }
 
+    /// Largest validator file read; ours hold a header value and a URL.
+    static let validatorLimit = 16 << 10
+
     /// The partial (or finished) download of the file with this SHA-256, and the validator its bytes came with.
+    ///
+    /// This folder is fetch's own: a download that is not a regular file (a symlink, a FIFO, a folder) or has
+    /// another name elsewhere (a hard link: writing would change that file too), or a validator file that is
+    /// not one fetch writes, was put there by someone else. It is removed (only this name), never followed,
+    /// read or written through, and the download starts again from zero, so a rerun does not fail the same way
+    /// forever.
     func partial(_ sha256: String) throws(HCPackError) -> (UpdatableFile, validator: String?) {
-        let file = try folder.openForUpdate(Self.downloadName(sha256))
-        let text = try folder.readFile(Self.validatorName(sha256), limit: 16 << 10).map { String(decoding: $0, as: UTF8.self) }
+        let name = Self.downloadName(sha256)
+        let sidecar = Self.validatorName(sha256)
+        var restart = false
+        if let status = try folder.status(name), status.kind != .file || status.linkCount > 1 {
+            try folder.removeTree(name)
+            restart = true
+        }
+        var text: String?
+        if let status = try folder.status(sidecar) {
+            if status.kind == .file, status.size <= Self.validatorLimit,
+                let bytes = try folder.readFile(sidecar, limit: Self.validatorLimit)
+            {
+                text = String(decoding: bytes, as: UTF8.self)
+            } else {
+                try folder.removeTree(sidecar)
+                restart = true
+            }
+        }
+        let file = try folder.openForUpdate(name)
+        if restart {
+            // Bytes whose validator is unknown could not be resumed with If-Range: start from zero.
+            do throws(HCPackError) {
+                try file.truncate(to: 0)
+            } catch {
+                file.close()
+                throw error
+            }
+            return (file, nil)
+        }
         let validator = text?.split(separator: "\n").first { $0.hasPrefix("validator ") }.map { String($0.dropFirst(10)) }
         return (file, validator)
     }
@@ -117,38 +168,23 @@ final class FetchStore {
 
     /// Removes a download once installed (or refused for good).
     func removeDownload(_ sha256: String) throws(HCPackError) {
-        _ = try folder.removeFile(Self.downloadName(sha256))
-        _ = try folder.removeFile(Self.validatorName(sha256))
+        // removeTree: a folder planted under either name goes too (symlinks are unlinked, never followed).
+        try folder.removeTree(Self.downloadName(sha256))
+        try folder.removeTree(Self.validatorName(sha256))
     }
 
     /// Removes downloads (partial or whole) of files the catalog no longer names, and their validators: a run
     /// killed between an install and the removal of its archive leaves it behind, and a new catalog makes
     /// older partials useless.
     func pruneDownloads(keeping wanted: Set<String>) throws(HCPackError) {
-        for name in try folder.list() where name.hasSuffix(".download") {
-            let sha256 = String(name.dropLast(".download".count))
-            if !wanted.contains(sha256) { try removeDownload(sha256) }
+        for name in try folder.list() {
+            if name.hasSuffix(".download") {
+                let sha256 = String(name.dropLast(".download".count))
+                if !wanted.contains(sha256) { try removeDownload(sha256) }
+            } else if name.hasPrefix("installed-") && name.hasSuffix(".json") {
+                // Earlier hcpack kept the catalog of an installed version here; the receipt holds it now.
+                try folder.removeTree(name)
+            }
         }
-    }
-
-    // MARK: provenance
-
-    /// Records which catalog an installed version came from.
-    func recordProvenance(product: String, version: String, serial: Int64, signers: [NoteSigner]) throws(HCPackError) {
-        var out: [UInt8] = []
-        out += Array("{\n  \"catalogSerial\" : \(serial),\n  \"productIdentifier\" : ".utf8)
-        JSONCoding.appendString(product, to: &out)
-        out += Array(",\n  \"signers\" : [".utf8)
-        for (index, signer) in signers.enumerated() {
-            out += Array(((index == 0 ? "\n" : ",\n") + "    { \"keyHash\" : ").utf8)
-            JSONCoding.appendString(signer.keyHash, to: &out)
-            out += Array(", \"name\" : ".utf8)
-            JSONCoding.appendString(signer.name, to: &out)
-            out += Array(" }".utf8)
-        }
-        out += Array(((signers.isEmpty ? "]" : "\n  ]") + ",\n  \"version\" : ").utf8)
-        JSONCoding.appendString(version, to: &out)
-        out += Array("\n}\n".utf8)
-        try folder.writeAtomically("installed-\(product).json", out)
     }
 }

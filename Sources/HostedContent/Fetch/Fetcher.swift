@@ -98,21 +98,19 @@ public enum Fetcher {
         return try FileSystem.readFile(path, limit: limit)
     }
 
-    /// Rollback: the serial must not be below the highest accepted in DIR from any key that signed it; then it is
-    /// recorded for each of them.
+    /// Rollback: the serial must not be below the highest accepted in DIR under any trusted key (during a key
+    /// rotation, a replayed catalog of the other key is still old); then it becomes the mark.
     static func checkSerial(_ accepted: AcceptedCatalog, store: FetchStore) throws(HCPackError) {
         let serial = accepted.catalog.serial
-        for signer in accepted.signers {
-            if let highest = try store.acceptedSerial(signer), serial < highest {
-                throw HCPackError(
-                    .invalidPackage,
-                    "the catalog has serial \(serial), lower than \(highest) already accepted in \(store.path) from \(signer.name) (\(signer.keyHash)): an old catalog is being replayed; nothing was changed",
-                    path: store.path)
-            }
+        let highest = try store.acceptedSerial()
+        if let highest, serial < highest {
+            let signers = accepted.signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ")
+            throw HCPackError(
+                .invalidPackage,
+                "the catalog (signed by \(signers)) has serial \(serial), lower than \(highest) already accepted in \(store.path): an old catalog is being replayed; nothing was changed",
+                path: store.path)
         }
-        for signer in accepted.signers where (try? store.acceptedSerial(signer)) != serial {
-            try store.recordSerial(serial, for: signer)
-        }
+        if highest != serial { try store.recordSerial(serial) }
     }
 
     /// Which products: asked for, installed already, and the catalog's essential and prefetch ones.

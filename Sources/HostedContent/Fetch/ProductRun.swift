@@ -163,6 +163,11 @@ final class ProductRun: Sendable {
     private func download(
         _ product: String, url: String, size: Int64, sha256: String, downloader: Downloader, report: inout FetchProductReport
     ) throws -> String {
+        guard size <= options.largestDownload else {
+            throw ProductFailure(
+                message: "\(url) is \(size) bytes in the catalog, more than the \(options.largestDownload) a download may have with a content limit of \(options.verify.maxSize) bytes; nothing was downloaded, raise --max-size to fetch it",
+                refused: true)
+        }
         let path = store.downloadPath(sha256)
         let onDisk = min(size, try FileSystem.status(path)?.size ?? 0)
         // The rest of the download, plus as much again to stage the install (the content may need more when
@@ -205,6 +210,8 @@ final class ProductRun: Sendable {
             wait: true, verify: options.verify)
         install.installAll = false
         install.replaceChangedInstalledFiles = replaceChanged
+        // In the receipt, written last by the installer: DIR never says a version came from a catalog it did not.
+        install.catalog = CatalogProvenance(serial: accepted.catalog.serial, signers: accepted.signers)
         let attempt: Result<InstallOutcome, HCPackError> = installing.withLock { _ in
             do throws(HCPackError) {
                 return .success(try Installer.install(path, options: install))
@@ -229,7 +236,6 @@ final class ProductRun: Sendable {
                 refused: true)
         case .completed(let result):
             try store.removeDownload(sha256)
-            try store.recordProvenance(product: product, version: result.version, serial: accepted.catalog.serial, signers: accepted.signers)
             report.method = method
             report.status = .installed
             emit(.installed(product: product, version: result.version, method: method))

@@ -21,6 +21,20 @@ public struct InstalledFile: Sendable, Equatable, Codable {
     public var record: FileRecord { FileRecord(size: size, sha256: sha256) }
 }
 
+/// Which signed catalog an installed version came from (`hcpack fetch`): its serial and the trusted keys whose
+/// signature on its note verified. `hcpack install` of an archive leaves it out.
+public struct CatalogProvenance: Sendable, Equatable, Codable {
+    /// The catalog's serial.
+    public var serial: Int64
+    /// The trusted keys that signed the catalog's note.
+    public var signers: [NoteSigner]
+
+    public init(serial: Int64, signers: [NoteSigner]) {
+        self.serial = serial
+        self.signers = signers
+    }
+}
+
 /// What DEST holds for one product: `DEST/.hcpack/receipts/<product-id>.json` (docs/install.md).
 ///
 /// Deterministic (no timestamps, sorted keys and files), so installing the same package twice gives the same bytes.
@@ -41,11 +55,15 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     /// SHA-256 of the installed version's ContentInfo.plist (of the full package, also when installed through
     /// a delta): a delta applies only on top of the plist it was made from. Absent in receipts of older hcpack.
     public var plistSHA256: String?
+    /// The catalog `hcpack fetch` installed this version from; absent for `hcpack install`.
+    public var catalog: CatalogProvenance?
 
     /// A receipt in the current format; `files` are sorted by path.
     public init(
-        productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner] = [], plistSHA256: String? = nil
+        productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner] = [], plistSHA256: String? = nil,
+        catalog: CatalogProvenance? = nil
     ) {
+        self.catalog = catalog
         self.format = Self.currentFormat
         self.productIdentifier = productIdentifier
         self.version = version
@@ -63,14 +81,14 @@ public struct InstallReceipt: Sendable, Equatable, Codable {
     public func encoded() -> [UInt8] {
         JSONCoding.encode(
             format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
-            plistSHA256: plistSHA256)
+            plistSHA256: plistSHA256, catalog: catalog)
     }
 
     /// `encoded()`, handed over in chunks of about 64 KiB rather than as one buffer (5 MB for 26,000 files).
     func write<Failure: Error>(chunks: ([UInt8]) throws(Failure) -> Void) throws(Failure) {
         try JSONCoding.write(
             format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
-            plistSHA256: plistSHA256, chunks: chunks)
+            plistSHA256: plistSHA256, catalog: catalog, chunks: chunks)
     }
 
     /// Parses a receipt; nil when the bytes are not one. Install reads receipts through `InstallRecords`, which
@@ -134,7 +152,7 @@ public struct InstallJournal: Sendable, Equatable, Codable {
 enum JSONCoding {
     static func encode(
         format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil,
-        plistSHA256: String? = nil
+        plistSHA256: String? = nil, catalog: CatalogProvenance? = nil
     ) -> [UInt8] {
         var whole: [UInt8] = []
         whole.reserveCapacity(files.reduce(160 + productIdentifier.utf8.count + version.utf8.count) {
@@ -142,7 +160,7 @@ enum JSONCoding {
         })
         write(
             format: format, productIdentifier: productIdentifier, version: version, files: files, signers: signers,
-            plistSHA256: plistSHA256
+            plistSHA256: plistSHA256, catalog: catalog
         ) { whole += $0 }
         return whole
     }
@@ -153,11 +171,23 @@ enum JSONCoding {
     /// The bytes of `encode`, handed to `chunks` about `chunkSize` at a time.
     static func write<Failure: Error>(
         format: Int, productIdentifier: String, version: String, files: [InstalledFile], signers: [NoteSigner]? = nil,
-        plistSHA256: String? = nil, chunks: ([UInt8]) throws(Failure) -> Void
+        plistSHA256: String? = nil, catalog: CatalogProvenance? = nil, chunks: ([UInt8]) throws(Failure) -> Void
     ) throws(Failure) {
         var out: [UInt8] = []
         out.reserveCapacity(chunkSize + 4096)
-        out.append(contentsOf: "{\n  \"files\" : [\n".utf8)
+        out.append(contentsOf: "{\n".utf8)
+        if let catalog {
+            out.append(contentsOf: "  \"catalog\" : {\n    \"serial\" : \(catalog.serial),\n    \"signers\" : [".utf8)
+            out.append(contentsOf: (catalog.signers.isEmpty ? "\n\n    ]\n  },\n" : "\n").utf8)
+            for (index, signer) in catalog.signers.enumerated() {
+                out.append(contentsOf: "      {\n        \"keyHash\" : ".utf8)
+                appendString(signer.keyHash, to: &out)
+                out.append(contentsOf: ",\n        \"name\" : ".utf8)
+                appendString(signer.name, to: &out)
+                out.append(contentsOf: index == catalog.signers.count - 1 ? "\n      }\n    ]\n  },\n".utf8 : "\n      },\n".utf8)
+            }
+        }
+        out.append(contentsOf: "  \"files\" : [\n".utf8)
         if files.isEmpty { out.append(0x0a) }
         for (index, file) in files.enumerated() {
             if out.count >= chunkSize {

@@ -254,6 +254,6 @@ extension InstallSession {
     func receipt(_ package: Package, _ wanted: [InstalledFile]) -> InstallReceipt {
         InstallReceipt(
             productIdentifier: package.productIdentifier, version: package.version.text, files: wanted,
-            signers: signature?.signers ?? [], plistSHA256: plistSHA256)
+            signers: signature?.signers ?? [], plistSHA256: plistSHA256, catalog: options.catalog)
     }
 }

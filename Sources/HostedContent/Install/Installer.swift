@@ -25,6 +25,8 @@ public struct InstallOptions: Sendable {
     /// Trusted keys: the archive is installed only with a valid signed note by one of them, and never below the
     /// receipt's version (docs/signing.md); nil requires no signature.
     public var signature: SignaturePolicy?
+    /// The signed catalog this archive was chosen from (`hcpack fetch`), recorded in the receipt; nil for none.
+    public var catalog: CatalogProvenance?
 
     /// Options for installing into `destination`; everything else off by default.
     public init(
