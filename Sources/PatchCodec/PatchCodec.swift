@@ -81,7 +81,9 @@ public enum PatchCodec {
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Int32(level)), "set the level")
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Int32(windowLog)), "set the window")
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_enableLongDistanceMatching, 1), "enable long-distance matching")
-        try check(ZSTD_CCtx_setParameter(context, ZSTD_c_ldmHashLog, Int32(ldmHashLog(windowLog: windowLog))), "size the long-distance table")
+        try check(
+            ZSTD_CCtx_setParameter(context, ZSTD_c_ldmHashLog, Int32(ldmHashLog(windowLog: windowLog))),
+            "size the long-distance table")
         if let tables = matchTableLog(windowLog: windowLog) {
             try check(ZSTD_CCtx_setParameter(context, ZSTD_c_hashLog, Int32(tables)), "size the match finder")
             try check(ZSTD_CCtx_setParameter(context, ZSTD_c_chainLog, Int32(tables)), "size the match finder")

@@ -25,7 +25,9 @@ struct PatchCodecTests {
             defer { Descriptor.release(descriptor) }
             return try MappedFile(reading: descriptor, path: path + "/" + name)
         }
-        func makePatch(_ base: String, _ target: String, to name: String, windowLog wanted: Int? = nil) throws -> (size: Int64, windowLog: Int) {
+        func makePatch(_ base: String, _ target: String, to name: String, windowLog wanted: Int? = nil) throws
+            -> (size: Int64, windowLog: Int)
+        {
             let base = try map(base)
             let target = try map(target)
             let needed = try #require(PatchCodec.windowLog(baseSize: Int64(base.count), targetSize: Int64(target.count)))
