@@ -11,5 +11,6 @@ static inline ZSTD_cParameter czstd_c_stable_in_buffer(void) { return ZSTD_c_sta
 static inline ZSTD_dParameter czstd_d_stable_out_buffer(void) { return ZSTD_d_stableOutBuffer; }
 static inline int czstd_windowlog_max(void) { return ZSTD_WINDOWLOG_MAX; }
 static inline int czstd_windowlog_min(void) { return ZSTD_WINDOWLOG_MIN; }
+static inline int czstd_hashlog_min(void) { return ZSTD_HASHLOG_MIN; }
 static inline unsigned long long czstd_content_size_unknown(void) { return ZSTD_CONTENTSIZE_UNKNOWN; }
 #endif

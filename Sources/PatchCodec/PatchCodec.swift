@@ -24,21 +24,36 @@ public enum PatchCodec {
         return log <= highest ? log : nil
     }
 
-    /// The compression level for a file of `size` bytes: files under 1 MiB get zstd's strongest (little time
-    /// at that size), larger ones 9 and from 64 MiB a fast level, where long-distance matching finds the kept
-    /// bytes as a strong one would (level 19 took 9 minutes on a 256 MiB file for a 13% larger patch than 3's;
-    /// on 2 MiB of new random bytes, seconds for nothing).
-    public static func level(forSize size: Int64) -> Int {
-        switch size {
-        case ..<(1 << 20): 19
-        case ..<(64 << 20): 9
-        default: 3
-        }
+    /// The compression level for a file of `size` bytes: zstd's level 3 at every size. With long-distance
+    /// matching over the base, stronger levels found no more of the kept bytes in the bench's corpus
+    /// (bench/README.md, "Binary deltas"): 19 made the 40 JSON patches 4% smaller in 13 times the CPU time,
+    /// 9 made the SQLite patch 6% larger in 6 times the time, and 19 took 9 minutes on the 256 MiB asset for a
+    /// 13% larger patch than 3's.
+    public static func level(forSize size: Int64) -> Int { 3 }
+
+    /// The largest long-distance-matching table a patch is made with, as the log of its entries (8 bytes each:
+    /// 2^20 is 8 MiB). zstd's default, windowLog - 7, is 64 MiB for the 2^30 window of a 256 MiB file; with
+    /// 2^20 entries zstd indexes one position in 2^(windowLog - 20) instead of one in 128, which still finds
+    /// every kept run of a few KiB (bench/README.md: the same patch bytes on the 256 MiB asset).
+    public static let largestLDMHashLog = 20
+
+    /// The long-distance table's size (log of its entries) for a patch with window `windowLog`: zstd's default
+    /// below 2^27-byte windows, `largestLDMHashLog` from there. Making only: the decoder has no such table.
+    public static func ldmHashLog(windowLog: Int) -> Int {
+        max(Int(czstd_hashlog_min()), min(windowLog - 7, largestLDMHashLog))
     }
 
     /// The most bytes a frame header takes (RFC 8878: magic, descriptor, window, dictionary ID, content size):
     /// what `frameHeader` needs of a patch's start.
     public static let frameHeaderMaxSize = Int(ZSTD_FRAMEHEADERSIZE_MAX)
+
+    /// The regular match finder's tables (log of their entries) for a patch with window `windowLog`: nil keeps
+    /// the level's own (2^17 and 2^16 at level 3) below 2^28-byte windows; from there 2^12. Its candidates
+    /// are then recent positions: with the level's tables they lie anywhere behind in a target of hundreds of
+    /// MiB, each read of one maps a large folio of the page cache, and tens of MiB of the target were resident
+    /// between two page drops. Long-distance matching finds the kept runs (the same patch bytes on the 256 MiB
+    /// asset with either).
+    public static func matchTableLog(windowLog: Int) -> Int? { windowLog >= 28 ? 12 : nil }
 
     /// What a patch's frame header declares (`ZSTD_getFrameHeader`).
     public struct FrameHeader: Sendable, Equatable {
@@ -98,6 +113,13 @@ public enum PatchCodec {
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Int32(level)), "set the level")
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_windowLog, Int32(windowLog)), "set the window")
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_enableLongDistanceMatching, 1), "enable long-distance matching")
+        try check(
+            ZSTD_CCtx_setParameter(context, ZSTD_c_ldmHashLog, Int32(ldmHashLog(windowLog: windowLog))),
+            "size the long-distance table")
+        if let tables = matchTableLog(windowLog: windowLog) {
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_hashLog, Int32(tables)), "size the match finder")
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_chainLog, Int32(tables)), "size the match finder")
+        }
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1), "enable the checksum")
         try check(ZSTD_CCtx_setParameter(context, czstd_c_stable_in_buffer(), 1), "reference the input")
         try check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(target.count)), "declare the size")
@@ -108,9 +130,11 @@ public enum PatchCodec {
         defer { buffer.deallocate() }
         var input = ZSTD_inBuffer(src: target.bytes.baseAddress, size: 0, pos: 0)
         var written: Int64 = 0
-        var released = 0
-        // The input grows a slice at a time (allowed with a stable input buffer), so the pages behind can go.
-        let slice = 16 << 20
+        // The input grows a slice at a time (allowed with a stable input buffer), and after each slice every
+        // page of both files is dropped: the match finder reads candidates anywhere behind in the target (and
+        // the base), each read maps a whole large folio of the page cache, and with 1 MiB slices 53 MiB of
+        // the 256 MiB asset's target were resident in 650 pieces between two drops.
+        let slice = 256 << 10
         try base.releasingWhile { () throws(PatchError) in
         while true {
             input.size = min(target.count, input.size + slice)
@@ -129,10 +153,8 @@ public enum PatchCodec {
                 }
                 if last ? remaining == 0 : input.pos == input.size { break }
             }
-            if input.pos - released >= slice {
-                target.release(below: input.pos)
-                released = input.pos
-            }
+            target.release(below: input.pos)
+            base.release(below: base.count)
             if last { break }
         }
         }

@@ -25,10 +25,13 @@ struct PatchCodecTests {
             defer { Descriptor.release(descriptor) }
             return try MappedFile(reading: descriptor, path: path + "/" + name)
         }
-        func makePatch(_ base: String, _ target: String, to name: String) throws -> (size: Int64, windowLog: Int) {
+        func makePatch(_ base: String, _ target: String, to name: String, windowLog wanted: Int? = nil) throws
+            -> (size: Int64, windowLog: Int)
+        {
             let base = try map(base)
             let target = try map(target)
-            let windowLog = try #require(PatchCodec.windowLog(baseSize: Int64(base.count), targetSize: Int64(target.count)))
+            let needed = try #require(PatchCodec.windowLog(baseSize: Int64(base.count), targetSize: Int64(target.count)))
+            let windowLog = max(needed, wanted ?? needed)
             let output = try folder.createFileForMapping(name)
             defer { Descriptor.release(output) }
             let size = try PatchCodec.makePatch(
@@ -69,6 +72,33 @@ struct PatchCodecTests {
         try scratch.write("target", target)
         let (patchSize, windowLog) = try scratch.makePatch("base", "target", to: "patch")
         if size >= 4096 { #expect(patchSize < Int64(target.count) / 4) }
+        let made = try scratch.apply("base", "patch", windowLog: windowLog, size: target.count, to: "made")
+        #expect(made == target)
+    }
+
+    @Test("A file of hundreds of MiB gets a capped long-distance table and small match tables; the level's own below")
+    func largeWindowSettings() {
+        #expect(PatchCodec.ldmHashLog(windowLog: 30) == PatchCodec.largestLDMHashLog)
+        #expect(PatchCodec.ldmHashLog(windowLog: 26) == 19)
+        #expect(PatchCodec.ldmHashLog(windowLog: 10) >= 6)
+        #expect(PatchCodec.matchTableLog(windowLog: 27) == nil)
+        #expect(PatchCodec.matchTableLog(windowLog: 28) == 12)
+    }
+
+    @Test("A patch made with a large file's settings (window 2^28 and up) remakes the new file exactly")
+    func largeWindowRoundTrip() throws {
+        // The settings depend on the window alone, so a small file with a declared 2^28 window takes that path
+        // (libzstd accepts the tables, the decoder the window) without writing hundreds of MiB.
+        let scratch = try Scratch()
+        let base = Self.pseudoRandom(1 << 20, seed: 7)
+        var target = base
+        target.insert(contentsOf: Self.pseudoRandom(8192, seed: 8), at: 300_000)
+        for index in stride(from: 0, to: target.count, by: 4099) { target[index] &+= 1 }
+        try scratch.write("base", base)
+        try scratch.write("target", target)
+        let (patchSize, windowLog) = try scratch.makePatch("base", "target", to: "patch", windowLog: 28)
+        #expect(windowLog == 28)
+        #expect(patchSize < Int64(target.count) / 4)
         let made = try scratch.apply("base", "patch", windowLog: windowLog, size: target.count, to: "made")
         #expect(made == target)
     }
