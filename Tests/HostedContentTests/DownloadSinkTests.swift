@@ -37,8 +37,9 @@ struct DownloadSinkTests {
         let folder = TemporaryFolder()
         let file = try DirectoryHandle.open(folder.path).openForUpdate("d.download")
         defer { file.close() }
-        let sink = DownloadSink(file: file)
+        let sink = DownloadSink()
         defer { sink.close() }
+        sink.attach(file)
         // More than the sink's buffers together, and not a multiple of one.
         let data = Self.bytes(9 * DownloadSink.bufferSize + 12345)
         sink.begin(at: 0)
@@ -54,8 +55,9 @@ struct DownloadSinkTests {
         let folder = TemporaryFolder()
         let file = try DirectoryHandle.open(folder.path).openForUpdate("d.download")
         defer { file.close() }
-        let sink = DownloadSink(file: file)
+        let sink = DownloadSink()
         defer { sink.close() }
+        sink.attach(file)
         let first = Self.bytes(DownloadSink.bufferSize + 99)
         try Self.feed(sink, first, pieces: [16 << 10])
         try sink.flush()
@@ -91,8 +93,9 @@ struct DownloadSinkTests {
         folder.write("d.download", Self.bytes(1000))
         let file = try DirectoryHandle.open(folder.path).openForUpdate("d.download")
         defer { file.close() }
-        let sink = DownloadSink(file: file)
+        let sink = DownloadSink()
         defer { sink.close() }
+        sink.attach(file)
         let error = #expect(throws: HCPackError.self) { try sink.rehash(length: 5000) }
         #expect(error?.message.contains("d.download") == true)
     }

@@ -11,7 +11,8 @@ import Synchronization
 /// bench/README.md). Memory is bounded: when every buffer waits for the hash, `append` waits.
 ///
 /// The digest covers the bytes from offset 0 to `position` when `isCovering`; a download that starts over at
-/// another offset, or `rehash`, says otherwise. Owned by one receiving thread; `close()` stops the worker.
+/// another offset says otherwise. Owned by one receiving thread (a `Downloader`, which keeps one for all its
+/// downloads: `--jobs` workers each allocate the buffers once); `close()` stops the worker.
 final class DownloadSink: @unchecked Sendable {
     // @unchecked: a buffer is the receiving thread's until it is submitted, then the worker's until it frees
     // it (`free`); the rest is the receiving thread's.
@@ -29,12 +30,12 @@ final class DownloadSink: @unchecked Sendable {
 
     /// Bytes a `pwrite` and a hash update take at most (larger writes did not cost less here).
     static let bufferSize = 256 << 10
-    private static let bufferCount = 8
+    private static let bufferCount = 4
     private let buffers: [UnsafeMutableRawBufferPointer]
     private let free = DispatchSemaphore(value: DownloadSink.bufferCount)
     private let lanes = JobLanes<Job>(count: 1)
     private let stopped = DispatchSemaphore(value: 0)
-    private let file: UpdatableFile
+    private var file: UpdatableFile?
     /// The buffer being filled and its bytes, not yet written.
     private var filling: (index: Int, used: Int)?
     private var nextBuffer = 0
@@ -45,8 +46,7 @@ final class DownloadSink: @unchecked Sendable {
     /// Whether the digest covers exactly the bytes before `position`.
     private(set) var isCovering = true
 
-    init(file: UpdatableFile) {
-        self.file = file
+    init() {
         buffers = (0..<Self.bufferCount).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferSize, alignment: 64)
         }
@@ -57,6 +57,17 @@ final class DownloadSink: @unchecked Sendable {
 
     deinit {
         for buffer in buffers { buffer.deallocate() }
+    }
+
+    /// The next bytes go to `file` (nil: none, its owner closes it), from offset 0, with the digest started
+    /// over; bytes taken before and not written are dropped.
+    func attach(_ file: UpdatableFile?) {
+        if filling != nil { free.signal() }
+        filling = nil
+        self.file = file
+        lanes.submit([.reset])
+        position = 0
+        isCovering = true
     }
 
     /// Stops the worker; call it on every path (the worker holds the sink until then).
@@ -102,6 +113,7 @@ final class DownloadSink: @unchecked Sendable {
         guard let (index, used) = filling else { return }
         filling = nil
         do {
+            guard let file else { preconditionFailure("DownloadSink.flush without a file") }
             try file.write(UnsafeRawBufferPointer(rebasing: buffers[index][..<used]), at: position - Int64(used))
         } catch {
             // Not in the file: neither in the digest, and the position goes back to where the file ends.
@@ -133,6 +145,7 @@ final class DownloadSink: @unchecked Sendable {
     /// does not cover what is on disk); the next bytes go after them.
     func rehash(length: Int64) throws(HCPackError) {
         precondition(filling == nil, "DownloadSink.rehash with bytes not yet written")
+        guard let file else { preconditionFailure("DownloadSink.rehash without a file") }
         lanes.submit([.reset])
         isCovering = true
         position = 0

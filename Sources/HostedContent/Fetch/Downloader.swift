@@ -57,6 +57,8 @@ final class Downloader {
     let client: HTTPClient
     let policy: RetryPolicy
     let cancellation: FetchCancellation
+    /// Where every download of this downloader goes, one at a time.
+    private let sink = DownloadSink()
 
     init(limits: HTTPLimits, policy: RetryPolicy, cancellation: FetchCancellation) throws(HCPackError) {
         do {
@@ -68,6 +70,8 @@ final class Downloader {
         self.cancellation = cancellation
     }
 
+    deinit { sink.close() }
+
     /// Downloads `target` into the store's `<sha256>.download` until its size and SHA-256 are the expected ones.
     /// - Parameter progress: (bytes on disk, total) as bytes arrive.
     /// - Throws: `DownloadStop` (refused or unavailable); `HCPackError` for the local file system.
@@ -76,8 +80,9 @@ final class Downloader {
         defer { file.close() }
         let writeBehind = file.startWriteBehind()
         defer { try? writeBehind.finish() }
-        let sink = DownloadSink(file: file)
-        defer { sink.close() }
+        let sink = self.sink
+        sink.attach(file)
+        defer { sink.attach(nil) }
         var stats = DownloadStats()
         var onDisk = try file.size()
         if onDisk > target.size {
