@@ -3,7 +3,8 @@
 
 1. One archive (FETCH_MB of incompressible content, default 256) fetched into an empty folder, against
    `curl -o` followed by `hcpack install` of the same archive, unthrottled and with nginx's limit_rate at
-   20 MB/s; alternating, REPS times (default 3); median wall seconds and peak RSS (GNU time's %M).
+   20 MB/s; alternating, REPS times (default 3); median wall seconds, median CPU seconds (user + system,
+   GNU time's %U + %S: steadier than wall time on a shared machine) and peak RSS (%M).
 2. `fetch --check` of a catalog of 50 small products with --jobs 4, against 50 sequential `curl -o`.
 3. FETCH_BIG=1: peak RSS of fetch for a 1900 MiB archive (the largest under hosted content's 2 GB limit,
    which catalog and fetch apply).
@@ -34,16 +35,17 @@ def free_port():
 
 
 def timed(command):
-    """(wall seconds, peak RSS KiB) of one run."""
+    """(wall seconds, peak RSS KiB, CPU seconds) of one run."""
     os.sync()
     with tempfile.NamedTemporaryFile("r") as report:
         start = time.perf_counter()
-        result = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name] + command,
+        result = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", "-o", report.name] + command,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wall = time.perf_counter() - start
         if result.returncode != 0:
             sys.exit("failed: %s\n%s" % (" ".join(command), result.stderr.decode()[-2000:]))
-        return wall, int((report.read().strip().splitlines() or ["0"])[-1])
+        fields = ((report.read().strip().splitlines() or ["0 0 0"])[-1] + " 0 0").split()
+        return wall, int(fields[0]), float(fields[1]) + float(fields[2])
 
 
 def shell(script):
@@ -176,7 +178,7 @@ def big_rss():
     pub = catalog(www, [archive], base)
     try:
         dest = fresh(os.path.join(WORK, "dest-big"))
-        wall, rss = timed([HCPACK, "fetch", base + "/catalog.json", "--trusted-key", pub, "--dest", dest,
+        wall, rss, _ = timed([HCPACK, "fetch", base + "/catalog.json", "--trusted-key", pub, "--dest", dest,
                            "--product", "com.example.big", "--quiet"] + [])
     finally:
         server.stop()
@@ -185,11 +187,13 @@ def big_rss():
 
 
 def report(label, ours, theirs, baseline, target):
-    wall = statistics.median(w for w, _ in ours)
-    other = statistics.median(w for w, _ in theirs)
+    wall = statistics.median(w for w, _, _ in ours)
+    other = statistics.median(w for w, _, _ in theirs)
     ratio = wall / other if other else float("inf")
-    print("%s: hcpack %.2f s (peak RSS %.1f MiB), %s %.2f s (peak RSS %.1f MiB): %.2fx (target at most %.1fx: %s)"
-          % (label, wall, max(r for _, r in ours) / 1024, baseline, other, max(r for _, r in theirs) / 1024, ratio, target,
+    print("%s: hcpack %.2f s (CPU %.2f s, peak RSS %.1f MiB), %s %.2f s (CPU %.2f s, peak RSS %.1f MiB): %.2fx "
+          "(target at most %.1fx: %s)"
+          % (label, wall, statistics.median(c for _, _, c in ours), max(r for _, r, _ in ours) / 1024, baseline, other,
+             statistics.median(c for _, _, c in theirs), max(r for _, r, _ in theirs) / 1024, ratio, target,
              "met" if ratio <= target else "NOT met"))
 
 

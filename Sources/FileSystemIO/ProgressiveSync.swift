@@ -28,8 +28,10 @@ public final class ProgressiveSync: @unchecked Sendable {
     /// How often the thread looks at the file's size.
     private static let pollInterval = DispatchTimeInterval.milliseconds(3)
 
-    /// Starts the thread on a duplicate of `original`; `path` names the file in errors.
-    public init(_ original: Int32, path: String) {
+    /// Starts the thread on a duplicate of `original`; `path` names the file in errors. With `durable` false
+    /// it only starts writeback (no `fdatasync`): for a file that need not survive a crash but should not be
+    /// left for a later `syncfs` to write all at once (a download that an install reads next).
+    public init(_ original: Int32, path: String, durable: Bool = true) {
         self.path = path
         let descriptor = dup(original)
         guard descriptor >= 0 else {
@@ -44,11 +46,13 @@ public final class ProgressiveSync: @unchecked Sendable {
                 var info = stat()
                 if fstat(descriptor, &info) == 0 {
                     let size = Int64(info.st_size)
+                    // The file was cut back (a download starting over): write back from there.
+                    if size < started { started = size }
                     if size - started >= FileSystemSync.writebackChunk {
                         FileSystemSync.startWriteback(descriptor, from: started, length: size - started)
                         started = size
                     }
-                    if size - flushed >= Self.flushInterval {
+                    if durable && size - flushed >= Self.flushInterval {
                         // Its error must be kept: the final fsync shares this open file and would not see it again.
                         if fdatasync(descriptor) != 0 { record(errno) }
                         flushed = size

@@ -52,6 +52,10 @@ public final class UpdatableFile {
         }
     }
 
+    /// Starts writing the file back to disk as it grows, on a thread of its own, without making it durable
+    /// (`ProgressiveSync` with `durable: false`); `finish()` the result when done writing.
+    public func startWriteBehind() -> ProgressiveSync { ProgressiveSync(descriptor, path: path, durable: false) }
+
     /// Flushes the file's data to disk (`fsync`).
     public func synchronize() throws(HCPackError) { try Descriptor.synchronize(descriptor, path: path) }
 

@@ -1,4 +1,3 @@
-import Digest
 import Foundation
 import HTTPTransport
 import Synchronization
@@ -51,14 +50,17 @@ struct DownloadStop: Error {
 }
 
 /// Drives `DownloadMachine` with an `HTTPClient`: writes each accepted body at its offset in the partial file,
-/// hashing as the bytes arrive (and, when resuming, over the bytes already on disk first), so a finished
-/// file is never read again for its hash.
+/// hashing as the bytes arrive (`DownloadSink`, on another thread; when resuming, over the bytes already on
+/// disk first), so a finished file is never read again for its hash. The file is written back to disk as it
+/// grows, not synced: the install that reads it next then finds little of it left for its `syncfs`.
 final class Downloader {
     let client: HTTPClient
     let policy: RetryPolicy
     let cancellation: FetchCancellation
     /// The rate floor, bytes a second: an archive's deadline gives its bytes this rate.
     let minRate: Int
+    /// Where every download of this downloader goes, one at a time.
+    private let sink = DownloadSink()
 
     init(limits: HTTPLimits, policy: RetryPolicy, cancellation: FetchCancellation) throws(HCPackError) {
         do {
@@ -71,15 +73,20 @@ final class Downloader {
         self.cancellation = cancellation
     }
 
+    deinit { sink.close() }
+
     /// Downloads `target` into the store's `<sha256>.download` until its size and SHA-256 are the expected ones.
     /// - Parameter progress: (bytes on disk, total) as bytes arrive.
     /// - Throws: `DownloadStop` (refused or unavailable); `HCPackError` for the local file system.
     func download(_ target: DownloadTarget, store: FetchStore, progress: @escaping (Int64, Int64) -> Void) throws -> DownloadStats {
         let (file, storedValidator) = try store.partial(target.sha256)
         defer { file.close() }
+        let writeBehind = file.startWriteBehind()
+        defer { try? writeBehind.finish() }
+        let sink = self.sink
+        sink.attach(file)
+        defer { sink.attach(nil) }
         var stats = DownloadStats()
-        var hasher = Digest.Hasher(.sha256)
-        var hashed: Int64 = 0
         var onDisk = try file.size()
         if onDisk > target.size {
             try file.truncate(to: 0)
@@ -87,8 +94,7 @@ final class Downloader {
         }
         // Resuming: the bytes already there go through the hash first.
         if onDisk > 0 {
-            try hashPrefix(file, length: onDisk, into: hasher)
-            hashed = onDisk
+            try sink.rehash(length: onDisk)
             stats.resumed = onDisk
         }
         var validator = onDisk > 0 ? storedValidator : nil
@@ -96,13 +102,12 @@ final class Downloader {
         for (index, url) in target.urls.enumerated() {
             // Another host's validator means nothing here; the final hash still guards the bytes.
             var machine = DownloadMachine(
-                url: url, size: target.size, onDisk: hashed, validator: index == 0 ? validator : nil, policy: policy)
+                url: url, size: target.size, onDisk: sink.position, validator: index == 0 ? validator : nil, policy: policy)
             while true {
                 if cancellation.isCancelled { throw cancelled(stats) }
                 switch machine.step(jitter: Double.random(in: 0..<1)) {
                 case .send(let request):
                     guard cancellation.sleep(request.delay) else { throw cancelled(stats) }
-                    var writeOffset: Int64 = -1
                     var writeError: HCPackError?
                     var headers: [HTTPHeaderField] = []
                     if let start = request.rangeStart {
@@ -120,13 +125,9 @@ final class Downloader {
                                 case .discard: return false
                                 case .write(let offset):
                                     do {
-                                        if offset != hashed {
-                                            // Starting over: whatever was hashed and on disk goes.
-                                            hasher = Digest.Hasher(.sha256)
-                                            hashed = 0
-                                        }
+                                        // Another offset than the sink's: starting over, whatever was hashed goes.
                                         try file.truncate(to: offset)
-                                        writeOffset = offset
+                                        sink.begin(at: offset)
                                         if offset == 0 { stats.resumed = 0 }
                                         return true
                                     } catch {
@@ -137,18 +138,14 @@ final class Downloader {
                             },
                             onBody: { bytes in
                                 let allowed = machine.accept(bytes.count)
-                                let slice = UnsafeRawBufferPointer(rebasing: bytes[..<allowed])
-                                do {
-                                    try file.write(slice, at: writeOffset)
+                                do throws(HCPackError) {
+                                    try sink.append(UnsafeRawBufferPointer(rebasing: bytes[..<allowed]))
                                 } catch {
-                                    writeError = error as? HCPackError
+                                    writeError = error
                                     return false
                                 }
-                                hasher.update(slice)
-                                writeOffset += Int64(allowed)
-                                hashed = writeOffset
                                 stats.downloaded += Int64(allowed)
-                                progress(writeOffset, target.size)
+                                progress(sink.position, target.size)
                                 return allowed == bytes.count && !self.cancellation.isCancelled
                             },
                             onTick: { !self.cancellation.isCancelled })
@@ -158,34 +155,34 @@ final class Downloader {
                         default: failure = .permanent("\(error.url): \(error.message)")
                         }
                     }
+                    // The last bytes taken go to the file before anything looks at it.
+                    if writeError == nil {
+                        do throws(HCPackError) { try sink.flush() } catch { writeError = error }
+                    }
                     if let writeError { throw writeError }
                     if cancellation.isCancelled {
                         try store.recordValidator(machine.validator, url: url, for: target.sha256)
                         throw cancelled(stats)
                     }
                     machine.ended(failure: failure, jitter: Double.random(in: 0..<1))
-                    if machine.onDisk != hashed {
+                    if machine.onDisk != sink.position {
                         // The machine restarted from zero: so does the file.
                         try file.truncate(to: machine.onDisk)
-                        hasher = Digest.Hasher(.sha256)
-                        hashed = 0
+                        sink.begin(at: machine.onDisk)
                         stats.resumed = 0
                     }
                     validator = machine.validator
                     try store.recordValidator(validator, url: url, for: target.sha256)
                 case .verify:
-                    if hashed != target.size {
-                        hasher = Digest.Hasher(.sha256)
-                        try hashPrefix(file, length: target.size, into: hasher)
+                    if !sink.isCovering || sink.position != target.size {
+                        try sink.rehash(length: target.size)
                     }
-                    let matches = hasher.finalize().hexString == target.sha256
+                    let matches = sink.finalize() == target.sha256
                     if !matches {
                         try file.truncate(to: 0)
                         try store.recordValidator(nil, url: url, for: target.sha256)
                         stats.resumed = 0
                     }
-                    hasher = Digest.Hasher(.sha256)
-                    hashed = 0
                     machine.verified(matches: matches)
                 case .done:
                     // No fsync: the download is only the installer's input (the installer syncs what it places),
@@ -201,8 +198,8 @@ final class Downloader {
             if index + 1 < target.urls.count {
                 lastFailure = nil
                 onDisk = try file.size()
-                if onDisk != hashed {
-                    try file.truncate(to: hashed)
+                if onDisk != sink.position {
+                    try file.truncate(to: sink.position)
                 }
             }
         }
@@ -212,19 +209,6 @@ final class Downloader {
 
     private func cancelled(_ stats: DownloadStats) -> DownloadStop {
         DownloadStop(failure: DownloadFailure(kind: .unavailable, message: "cancelled; a rerun resumes from the bytes on disk"), stats: stats)
-    }
-
-    private func hashPrefix(_ file: UpdatableFile, length: Int64, into hasher: Digest.Hasher) throws(HCPackError) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(buffer.count), length - offset))
-            let count = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]), at: offset)
-            guard count > 0 else { throw HCPackError(.io, "\(file.path) shrank while it was read; run again", path: file.path) }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            offset += Int64(count)
-        }
     }
 
     /// A small file (catalog, note) into memory, at most `limit` bytes, with the same retries.
