@@ -68,7 +68,9 @@ public final class UpdatableFile {
 
 extension DirectoryHandle {
     /// Opens `name` for reading and writing, creating it (mode 0644) when absent; never follows a symlink
-    /// (`openat(O_RDWR|O_CREAT|O_NOFOLLOW)`), and refuses anything but a regular file.
+    /// (`openat(O_RDWR|O_CREAT|O_NOFOLLOW)`), and refuses anything but a regular file with one name: writing
+    /// through a hard link would change the file's other name too. Checked on the open descriptor, so a link
+    /// made between a caller's check and the open is caught.
     public func openForUpdate(_ name: String) throws(HCPackError) -> UpdatableFile {
         let file = openat(descriptor, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
         guard file >= 0 else { throw HCPackError.system("open", path: describe(name), errno: errno) }
@@ -76,6 +78,10 @@ extension DirectoryHandle {
         guard fstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             Descriptor.release(file)
             throw HCPackError(.io, "\(describe(name)) is not a regular file; remove it", path: describe(name))
+        }
+        guard info.st_nlink <= 1 else {
+            Descriptor.release(file)
+            throw HCPackError(.io, "\(describe(name)) has another name (a hard link); remove it", path: describe(name))
         }
         return UpdatableFile(descriptor: file, path: describe(name))
     }

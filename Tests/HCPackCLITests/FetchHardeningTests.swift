@@ -35,6 +35,26 @@ import Testing
         #expect(corpus.snapshot(dest).isEmpty)
     }
 
+    @Test("an up-to-date rerun removes what a kill left after the receipt (a staging folder, an unrenamed record) and downloads nothing but the catalog")
+    func leftoversAfterReceipt() throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
+        let dest = corpus.destination("app")
+        let fetch = ["fetch", server.base + "/good/catalog.json", "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels"]
+        #expect(hcpack(fetch).status == 0)
+        // What a SIGKILL between writing the receipt and removing the staging folder leaves.
+        corpus.folder.write("app/.hcpack/staging-0123abcd/Contents/levels/1.json", "staged\n")
+        corpus.folder.write("app/.hcpack/receipts/com.example.levels.json.tmp", "{")
+        let before = server.requests("good").count
+        let rerun = hcpack(fetch + ["--json"])
+        #expect(rerun.status == 0, "\(rerun.stderr)")
+        #expect(rerun.stdout.contains("\"status\": \"upToDate\""), "\(rerun.stdout)")
+        #expect(server.requests("good").dropFirst(before).map(\.path) == ["catalog.json.hcsig", "catalog.json"])
+        #expect(corpus.snapshot(dest) == corpus.snapshot(corpus.installed(["levels-1.1.zip"], into: "direct")))
+    }
+
     @Test("an archive trickled below the rate floor but within the stall window is cut at --timeout plus its size at --min-rate; the partial resumes")
     func archiveDeadline() throws {
         let corpus = FetchCorpus()

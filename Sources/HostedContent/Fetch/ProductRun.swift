@@ -113,9 +113,16 @@ final class ProductRun: Sendable {
                 emit(.upToDate(product: product, version: receipt.version))
                 return
             }
-            if installed == newest && receipt.plistSHA256 == package.plistSHA256 && !repairing {
-                // A run killed after the install but before it removed the archive left it here.
+            // A journal left by a kill after the receipt was written: the install of this version completes it
+            // (from the download, still on disk then), so the version is not up to date yet.
+            let journaled = try store.destination.status(Installer.metadataFolder + "/" + Installer.journalName(product)) != nil
+            if installed == newest && receipt.plistSHA256 == package.plistSHA256 && !repairing && !journaled {
+                // A run killed after the install but before it removed the archive left it here, and one killed
+                // before the install removed its staging folder left that.
                 try store.removeDownload(package.sha256)
+                if try Installer.hasLeftovers(in: options.destination) {
+                    try Installer.removeLeftovers(options: InstallOptions(destination: options.destination, wait: true))
+                }
                 report.status = .upToDate
                 emit(.upToDate(product: product, version: receipt.version))
                 return

@@ -160,6 +160,26 @@ public enum Installer {
     }
 }
 
+extension Installer {
+    /// Whether DEST's records folder holds what a killed install leaves and the next install removes first
+    /// (a staging folder, a record not yet renamed into place). A journal is not such a leftover: only an
+    /// install of the version it names completes it.
+    public static func hasLeftovers(in destination: String) throws(HCPackError) -> Bool {
+        guard let metadata = try DirectoryHandle.open(destination).openDirectory(metadataFolder) else { return false }
+        if try metadata.list().contains(where: { $0.hasPrefix(StagingArea.namePrefix) || $0.hasSuffix(".tmp") }) { return true }
+        guard let receipts = try metadata.openDirectory(receiptsFolder) else { return false }
+        return try receipts.list().contains { $0.hasSuffix(".tmp") }
+    }
+
+    /// Removes those leftovers under the install lock, installing nothing: for a caller (fetch) that finds
+    /// the product up to date and so runs no install that would remove them.
+    public static func removeLeftovers(options: InstallOptions) throws(HCPackError) {
+        let session = try InstallSession(options: options, progress: nil)
+        defer { session.lock.release() }
+        try session.removeLeftovers()
+    }
+}
+
 /// One install: the open destination, its lock and staging folder, and how far it got.
 final class InstallSession {
     let options: InstallOptions
@@ -242,14 +262,19 @@ final class InstallSession {
         if createdMetadata { destination.removeEmptyDirectory(Installer.metadataFolder) }
     }
 
-    func run(_ archive: String) throws(HCPackError) -> InstallOutcome {
-        // Leftovers of installs that were killed: nobody else can be using them while we hold the lock.
+    /// Removes what killed installs left: staging folders and records not yet renamed into place. Nobody else
+    /// can be using them while this session holds the lock.
+    func removeLeftovers() throws(HCPackError) {
         for name in try metadata.list() where name.hasPrefix(StagingArea.namePrefix) {
             try metadata.removeTree(name)
         }
-        // And temporary records a kill left before their rename (journal-ID.json.tmp, receipts/ID.json.tmp).
+        // Temporary records a kill left before their rename (journal-ID.json.tmp, receipts/ID.json.tmp).
         try Self.removeTemporaryRecords(in: metadata)
         if let receipts = try metadata.openDirectory(Installer.receiptsFolder) { try Self.removeTemporaryRecords(in: receipts) }
+    }
+
+    func run(_ archive: String) throws(HCPackError) -> InstallOutcome {
+        try removeLeftovers()
         let staging = try StagingArea(in: metadata, progress: progress)
         self.staging = staging
         if !options.force {
