@@ -6,20 +6,24 @@ extension InspectCommand {
         var text = "\(label): an install destination with \(ReportRendering.plural(receipts.count, "product"))\n"
         for receipt in receipts {
             let bytes = receipt.files.saturatingSum(\.size)
+            // Receipts are DEST's records, untrusted: their strings reach the terminal with control characters escaped.
             text +=
-                "  \(receipt.productIdentifier) \(receipt.version): \(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
+                "  \(PackagePath.printable(receipt.productIdentifier)) \(PackagePath.printable(receipt.version)): "
+                + "\(ReportRendering.plural(receipt.files.count, "file")), \(bytes) bytes\n"
             let signers = receipt.signers ?? []
             text +=
                 signers.isEmpty
                 ? "    Signed by:  (installed without --trusted-key)\n"
-                : "    Signed by:  " + signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ") + "\n"
+                : "    Signed by:  " + Self.printable(signers) + "\n"
             if let catalog = receipt.catalog {
-                text +=
-                    "    Catalog:    serial \(catalog.serial), signed by "
-                    + catalog.signers.map { "\($0.name) (\($0.keyHash))" }.joined(separator: ", ") + " (hcpack fetch)\n"
+                text += "    Catalog:    serial \(catalog.serial), signed by " + Self.printable(catalog.signers) + " (hcpack fetch)\n"
             }
         }
         return text
+    }
+
+    private static func printable(_ signers: [NoteSigner]) -> String {
+        signers.map { "\(PackagePath.printable($0.name)) (\(PackagePath.printable($0.keyHash)))" }.joined(separator: ", ")
     }
 
     static func json(receipts: [InstallReceipt], path: String) -> JSONValue {

@@ -159,6 +159,22 @@ struct SignCommandTests {
         #expect((receipts?.first?["signers"] as? [[String: Any]])?.first?["keyHash"] as? String == String(hash))
     }
 
+    @Test("inspect DEST escapes control characters a tampered receipt puts in signer names, product and version")
+    func tamperedReceiptNames() throws {
+        let bench = SigningBench()
+        bench.sign(bench.key("a"))
+        #expect(hcpack(["install", bench.archive, "--dest", bench.dest, "--trusted-key", bench.pub("a")]).status == 0)
+        let path = "dest/.hcpack/receipts/com.example.levels.json"
+        let receipt = String(decoding: bench.folder.read(path) ?? [], as: UTF8.self)
+        try #require(receipt.contains("\"example.com/a\""))
+        // An escape sequence that would retitle the terminal and turn the text red.
+        bench.folder.write(path, receipt.replacingOccurrences(of: "\"example.com/a\"", with: "\"example.com/a\\u001b]0;owned\\u0007\\u001b[31m\""))
+        let inspect = hcpack(["inspect", bench.dest])
+        #expect(inspect.status == 0, "\(inspect.stderr)")
+        #expect(inspect.stdout.contains("example.com/a\\x1b]0;owned\\x07\\x1b[31m ("), "\(inspect.stdout)")
+        #expect(!inspect.stdout.utf8.contains(0x1b) && !inspect.stdout.utf8.contains(0x07))
+    }
+
     @Test("Without --trusted-key a note is reported, not required")
     func reportedOnly() throws {
         let bench = SigningBench()
