@@ -139,7 +139,8 @@ enum FetchKept {
         corpus.folder.write("edited/levels/2.json", "mine\n")
         let replaced = fetch([url, "--trusted-key", corpus.pub, "--dest", edited])
         #expect(replaced.status == 0, "\(replaced.stderr)")
-        #expect(replaced.stdout.contains("replacing files changed in DIR"), "\(replaced.stdout)")
+        #expect(replaced.stdout.contains("installed the full archive instead"), "\(replaced.stdout)")
+        #expect(replaced.stdout.contains("replaced 1 changed file(s) this product installed: levels/2.json"), "\(replaced.stdout)")
         #expect(corpus.snapshot(edited) == expected)
 
         // A file hcpack did not install in the way (levels/3.json is new in 1.1): refused, DIR as it was, until
@@ -157,6 +158,19 @@ enum FetchKept {
         #expect(corpus.snapshot(foreign) == expected)
         // The full archive was downloaded once per folder: the refused run's verified copy was kept and reused.
         #expect(nginx.requests().filter { $0.uri == "/levels-1.1.zip" }.count == 3)
+    }
+
+    @Test("without a delta in the catalog, an upgrade replaces an edited file this product installed as the fallback does, and names it")
+    func fullUpgradeOverEditedFile() throws {
+        let (corpus, nginx, url) = try release(["levels-1.1.zip"], serial: 1)
+        defer { withExtendedLifetime(nginx) {} }
+        let expected = direct(corpus, ["levels-1.1.zip"], name: "direct")
+        let edited = corpus.installed(["levels-1.0.zip"], into: "edited")
+        corpus.folder.write("edited/levels/2.json", "mine\n")
+        let result = fetch([url, "--trusted-key", corpus.pub, "--dest", edited])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("replaced 1 changed file(s) this product installed: levels/2.json"), "\(result.stdout)")
+        #expect(corpus.snapshot(edited) == expected)
     }
 
     @Test("several products with --jobs: essential first, prefetch with it, onDemand only when asked; --check verifies them all")

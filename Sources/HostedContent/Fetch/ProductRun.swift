@@ -128,7 +128,6 @@ final class ProductRun: Sendable {
                 return
             }
         }
-        var fellBack = false
         if !repairing, let receipt, let plist = receipt.plistSHA256, let base = ContentVersion(receipt.version),
             let delta = package.deltas.first(where: { ContentVersion($0.baseVersion) == base && ($0.basePlistSHA256 ?? plist) == plist })
         {
@@ -139,17 +138,16 @@ final class ProductRun: Sendable {
             } catch let refusal as ProductFailure where refusal.refused {
                 // The delta is the catalog's, but DIR is not its base any more (a file changed or went missing).
                 try? store.removeDownload(delta.sha256)
-                report.message =
-                    "the delta from \(delta.baseVersion) was refused (\(refusal.message)); installed the full archive instead, replacing files changed in DIR"
-                fellBack = true
+                report.message = "the delta from \(delta.baseVersion) was refused (\(refusal.message)); installed the full archive instead"
                 emit(.fallingBack(product: product, reason: refusal.message))
             }
         }
         let path = try download(product, url: package.url, size: package.size, sha256: package.sha256, downloader: downloader, report: &report)
-        // After a refused delta, files this product installed that changed in DIR are replaced (said in the report);
-        // files hcpack did not install stay refused.
+        // Fetch keeps DIR at the catalog's content: files this product installed that changed in DIR are replaced
+        // by an upgrade, through a delta's fallback or not (the report names them); files hcpack did not install
+        // stay refused.
         try place(
-            path, sha256: package.sha256, package: package, method: .full, force: repairing, replaceChanged: fellBack,
+            path, sha256: package.sha256, package: package, method: .full, force: repairing, replaceChanged: receipt != nil,
             report: &report)
         if repairing { report.message = "repaired: files missing or changed since the install were restored" }
     }
@@ -243,6 +241,12 @@ final class ProductRun: Sendable {
                 refused: true)
         case .completed(let result):
             try store.removeDownload(sha256)
+            if !result.replacedChanged.isEmpty {
+                let names = result.replacedChanged.prefix(5).map(PackagePath.printable).joined(separator: ", ")
+                let more = result.replacedChanged.count > 5 ? " and \(result.replacedChanged.count - 5) more" : ""
+                let replaced = "replaced \(result.replacedChanged.count) changed file(s) this product installed: \(names)\(more)"
+                report.message = report.message.map { $0 + "; " + replaced } ?? replaced
+            }
             report.method = method
             report.status = .installed
             emit(.installed(product: product, version: result.version, method: method))

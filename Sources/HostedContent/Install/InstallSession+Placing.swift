@@ -11,7 +11,7 @@ extension InstallSession {
         var result = InstallResult(
             status: plan.status, productIdentifier: package.productIdentifier, version: package.version.text,
             previousVersion: plan.previous?.version, selection: .files, installed: [], skipped: plan.skip, removed: [],
-            kept: plan.keep,
+            kept: plan.keep, replacedChanged: plan.replacedChanged,
             bytes: 0, stagedBytes: staging?.writtenBytes ?? 0, report: report)
         if plan.status == .unchanged { return result }
         guard let staging else { throw HCPackError(.io, "internal error: no staging folder", path: destinationPath) }

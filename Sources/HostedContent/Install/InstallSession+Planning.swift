@@ -19,6 +19,8 @@ extension InstallSession {
         var skip: [String] = []
         var remove: [String] = []
         var keep: [String] = []
+        /// Paths this product installed that changed since, replaced (`replaceChangedInstalledFiles`).
+        var replacedChanged: [String] = []
         /// Paths of the previous version that are gone already (an interrupted install moved them): their
         /// folders are removed if empty.
         var gone: [String] = []
@@ -111,9 +113,12 @@ extension InstallSession {
                 if try matches(file.path, size: size, [file.record]) != nil {
                     plan.skip.append(file.path)
                 } else if try matches(file.path, size: size, [owned[file.path], journaled[file.path]] + aliasRecords(file.path, &aliases))
-                    != nil || options.force || (options.replaceChangedInstalledFiles && owned[file.path] != nil)
+                    != nil || options.force
                 {
                     plan.place.append(file)
+                } else if options.replaceChangedInstalledFiles && owned[file.path] != nil {
+                    plan.place.append(file)
+                    plan.replacedChanged.append(file.path)
                 } else {
                     conflicts.append(
                         "\(location): a file hcpack did not install (or one changed since) is in the way; move it away or pass --force to overwrite it"

@@ -84,6 +84,8 @@ public struct InstallResult: Sendable {
     public var removed: [String]
     /// Paths of the previous version that this one no longer lists, kept because they changed since install.
     public var kept: [String]
+    /// Paths this product installed that changed since and were replaced (`replaceChangedInstalledFiles`).
+    public var replacedChanged: [String] = []
     /// Bytes placed by this install.
     public var bytes: Int64
     /// Bytes written to the staging folder: files DEST already held with the recorded bytes are not staged.
