@@ -35,6 +35,25 @@ import Testing
         #expect(corpus.snapshot(dest).isEmpty)
     }
 
+    @Test("a 429 to the catalog with Retry-After is retried after the wait the server asked for, not the shorter backoff")
+    func catalogRetryAfter() throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "busycatalog", serial: 1)
+        let dest = corpus.destination("app")
+        let started = Date()
+        let result = hcpack([
+            "fetch", server.base + "/busycatalog/catalog.json", "--trusted-key", corpus.pub, "--dest", dest, "--product",
+            "com.example.levels", "--retry-delay", "0.01",
+        ])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(server.requests("busycatalog").map(\.status) == [200, 429, 200], "\(server.requests("busycatalog"))")
+        // A lower bound only: the wait the server asked for happened (the backoff alone is 0.01 s).
+        #expect(elapsed >= 1.0, "retried after \(elapsed) s")
+    }
+
     @Test("an up-to-date rerun removes what a kill left after the receipt (a staging folder, an unrenamed record) and downloads nothing but the catalog")
     func leftoversAfterReceipt() throws {
         let corpus = FetchCorpus()

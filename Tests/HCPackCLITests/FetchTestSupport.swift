@@ -536,6 +536,15 @@ final class FaultServer {
                     pass
                 self.close_connection = True
 
+            def small_busycatalog(self, entry):
+                # 429 with Retry-After: 1 to the first request for the catalog, then the catalog.
+                with lock:
+                    attempts[("busycatalog", "catalog.json")] = attempts.get(("busycatalog", "catalog.json"), 0) + 1
+                    attempt = attempts[("busycatalog", "catalog.json")]
+                if attempt == 1:
+                    return self.status(429, entry, {"Retry-After": "1"})
+                self.plain(os.path.join(root, "busycatalog", "catalog.json"), entry)
+
             def small_slowcatalog(self, entry):
                 # A catalog announced as 64 MiB and sent as 1 KiB of white space every 0.25 s: 4 KiB/s, above the
                 # rate floor, so only a deadline ends it.

@@ -174,10 +174,20 @@ import Testing
         #expect(next.rangeStart == 50 && next.ifRange == "Wed, 21 Oct 2015 07:28:00 GMT")
     }
 
-    @Test("a weak ETag is never used for If-Range")
+    @Test("a weak ETag is never used for If-Range, nor a validator that is not printable ASCII")
     func weak() {
         #expect(DownloadMachine.validator(ReplyHead(status: 200, etag: "W/\"x\"", lastModified: "L")) == "L")
         #expect(DownloadMachine.validator(ReplyHead(status: 200, etag: "W/\"x\"")) == nil)
+        // Sent back as a header: a CR, LF or other control byte would let the server add one (review finding 5).
+        #expect(DownloadMachine.validator(ReplyHead(status: 200, etag: "\"v1\"\rX-Injected: 1")) == nil)
+        #expect(DownloadMachine.validator(ReplyHead(status: 200, etag: "\"v1\"\r", lastModified: "L")) == nil)
+        #expect(DownloadMachine.validator(ReplyHead(status: 200, lastModified: "Wed, 02 Dec 2026 10:00:00 GMT\n")) == nil)
+        #expect(DownloadMachine.validator(ReplyHead(status: 200, etag: "\"v1\"")) == "\"v1\"")
+        // A planted validator file with a CR is never sent (the bytes are resumed as without a validator, and
+        // the whole file's SHA-256 decides as always).
+        var planted = DownloadMachine(url: "u", size: 100, onDisk: 50, validator: "\"v1\"\rX: 1")
+        #expect(planted.validator == nil)
+        if case .send(let request) = planted.step() { #expect(request.ifRange == nil) } else { Issue.record("no request") }
     }
 
     @Test("a finished file with the wrong SHA-256 is fetched once more from zero, then refused")

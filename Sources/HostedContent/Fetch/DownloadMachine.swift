@@ -29,6 +29,14 @@ public struct RetryPolicy: Sendable, Equatable {
         let full = min(maxDelay, baseDelay * pow(2, exponent))
         return full * (0.5 + 0.5 * min(max(jitter, 0), 1))
     }
+
+    /// The wait before attempt `failures + 1`: the backoff, or longer when the server asked (`Retry-After`,
+    /// in seconds or as an HTTP date), up to `maxRetryAfter`.
+    func delay(failures: Int, jitter: Double, retryAfter: String?) -> Double {
+        let backoff = backoff(failures: failures, jitter: jitter)
+        guard let asked = retryAfter.flatMap({ DownloadMachine.retryAfterSeconds($0) }) else { return backoff }
+        return max(backoff, min(asked, maxRetryAfter))
+    }
 }
 
 /// The parts of a reply that decide what its body means for the partial file.
@@ -121,7 +129,7 @@ public struct DownloadMachine: Sendable {
     public private(set) var refetchedAfterHashMismatch = false
     /// Set when the last reply changed where writing restarts (the partial file must be truncated there).
     private var pending: Step?
-    private var lastRetryAfter: Double?
+    private var lastRetryAfter: String?
 
     /// A download of `size` bytes from `url`, continuing from `onDisk` bytes already there (with the validator
     /// they came with).
@@ -131,7 +139,8 @@ public struct DownloadMachine: Sendable {
         self.policy = policy
         // A partial file longer than the catalog's size was not written by us: start over.
         self.onDisk = onDisk <= size ? max(0, onDisk) : 0
-        self.validator = self.onDisk > 0 ? validator : nil
+        // The validator file is DIR's, untrusted like the reply it came from.
+        self.validator = self.onDisk > 0 ? validator.flatMap { Self.sendable($0) ? $0 : nil } : nil
     }
 
     /// The next thing to do; `jitter` in 0..<1 spreads retries.
@@ -176,7 +185,7 @@ public struct DownloadMachine: Sendable {
             restart(reason: "\(url) refused the range from byte \(onDisk) (416)", jitter: jitter)
             return .discard
         case 408, 429, 500...599:
-            lastRetryAfter = head.retryAfter.flatMap { Self.retryAfterSeconds($0) }
+            lastRetryAfter = head.retryAfter
             retry("\(url) answered \(head.status)", jitter: jitter)
             return .discard
         default:
@@ -241,11 +250,8 @@ public struct DownloadMachine: Sendable {
             fail(.unavailable, "\(reason); gave up after \(failures) attempts (a rerun resumes from the \(onDisk) bytes on disk)")
             return
         }
-        var delay = policy.backoff(failures: failures, jitter: jitter)
-        if let after = lastRetryAfter {
-            delay = max(delay, min(after, policy.maxRetryAfter))
-            lastRetryAfter = nil
-        }
+        let delay = policy.delay(failures: failures, jitter: jitter, retryAfter: lastRetryAfter)
+        lastRetryAfter = nil
         let resume = onDisk > 0
         pending = .send(Request(url: url, rangeStart: resume ? onDisk : nil, ifRange: resume ? validator : nil, delay: delay))
     }
@@ -254,10 +260,17 @@ public struct DownloadMachine: Sendable {
         pending = .failed(DownloadFailure(kind: kind, message: message))
     }
 
-    /// A strong ETag, else Last-Modified: what `If-Range` may carry (a weak ETag may not).
+    /// A strong ETag, else Last-Modified: what `If-Range` may carry (a weak ETag may not). Only printable ASCII
+    /// is kept, since it is sent back as a header: a CR or LF in it (libcurl passes a bare CR through) would
+    /// add a header of the server's choosing to the next request.
     static func validator(_ head: ReplyHead) -> String? {
-        if let etag = head.etag, !etag.hasPrefix("W/"), !etag.isEmpty { return etag }
-        return head.lastModified
+        if let etag = head.etag, !etag.hasPrefix("W/"), !etag.isEmpty { return sendable(etag) ? etag : nil }
+        return head.lastModified.flatMap { sendable($0) ? $0 : nil }
+    }
+
+    /// Whether `value` may go back in a request header: 1 to 1024 bytes of printable ASCII.
+    static func sendable(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 1024 && value.utf8.allSatisfy { (0x20...0x7e).contains($0) }
     }
 
     /// `Retry-After` as seconds: a number, or an HTTP date.

@@ -240,6 +240,7 @@ final class Downloader {
                     throw DownloadStop(failure: DownloadFailure(kind: .refused, message: "\(url) is larger than \(limit) bytes"), stats: DownloadStats())
                 }
                 var retry: String?
+                var retryAfter: String?
                 if let transport {
                     guard [.connection, .stalled, .deadline].contains(transport.kind) else {
                         throw DownloadStop(failure: DownloadFailure(kind: .refused, message: transport.description), stats: DownloadStats())
@@ -257,6 +258,7 @@ final class Downloader {
                         retry = "\(url) ended early"
                     } else if status == 408 || status == 429 || (500...599).contains(status) {
                         retry = "\(url) answered \(status)"
+                        retryAfter = outcome.head["retry-after"]
                     } else {
                         last = DownloadFailure(kind: .unavailable, message: "\(url) answered \(status); check the URL")
                         break
@@ -265,7 +267,7 @@ final class Downloader {
                 failures += 1
                 last = DownloadFailure(kind: .unavailable, message: "\(retry ?? url); gave up after \(failures) attempts")
                 guard failures <= policy.maxFailures else { break }
-                guard cancellation.sleep(policy.backoff(failures: failures, jitter: Double.random(in: 0..<1))) else {
+                guard cancellation.sleep(policy.delay(failures: failures, jitter: Double.random(in: 0..<1), retryAfter: retryAfter)) else {
                     throw cancelled(DownloadStats())
                 }
             }
