@@ -54,6 +54,25 @@ import Testing
         #expect(elapsed >= 1.0, "retried after \(elapsed) s")
     }
 
+    @Test("--signature takes a path for a URL catalog and a URL for a local catalog")
+    func noteAndCatalogFromDifferentPlaces() throws {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
+        let catalog = corpus.www + "/good/catalog.json"
+        try #require(FileManager.default.fileExists(atPath: catalog) && FileManager.default.fileExists(atPath: catalog + ".hcsig"))
+        let common = ["--trusted-key", corpus.pub, "--product", "com.example.levels"]
+        let urlCatalog = hcpack(
+            ["fetch", server.base + "/good/catalog.json", "--signature", catalog + ".hcsig", "--dest", corpus.destination("a")] + common)
+        #expect(urlCatalog.status == 0, "\(urlCatalog.stderr)")
+        let localCatalog = hcpack(
+            ["fetch", catalog, "--signature", server.base + "/good/catalog.json.hcsig", "--dest", corpus.destination("b")] + common)
+        #expect(localCatalog.status == 0, "\(localCatalog.stderr)")
+        #expect(corpus.snapshot(corpus.folder.url("a")) == corpus.snapshot(corpus.folder.url("b")))
+        #expect(!corpus.snapshot(corpus.folder.url("a")).isEmpty)
+    }
+
     @Test("an up-to-date rerun removes what a kill left after the receipt (a staging folder, an unrenamed record) and downloads nothing but the catalog")
     func leftoversAfterReceipt() throws {
         let corpus = FetchCorpus()

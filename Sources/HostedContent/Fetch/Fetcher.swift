@@ -66,16 +66,16 @@ public enum Fetcher {
     static func loadCatalog(_ options: FetchOptions, downloader: Downloader) throws(HCPackError) -> AcceptedCatalog {
         let source = options.catalog
         let noteSource = options.catalogNote ?? source + ".hcsig"
-        let catalogBytes: [UInt8]
-        let noteBytes: [UInt8]
-        if isURL(source) {
-            // The note first: it bounds what the catalog may be.
-            noteBytes = try small(mirrored(noteSource, options), limit: maxNoteBytes, downloader: downloader)
-            catalogBytes = try small(mirrored(source, options), limit: Catalog.maxBytes, downloader: downloader)
-        } else {
-            noteBytes = try readLocal(noteSource, limit: maxNoteBytes, what: "note")
-            catalogBytes = try readLocal(source, limit: Catalog.maxBytes, what: "catalog")
-        }
+        // The note first: it bounds what the catalog may be. Each is a URL or a path of its own (a pipeline may
+        // hold the note it signed and check the catalog the CDN serves).
+        let noteBytes =
+            isURL(noteSource)
+            ? try small(mirrored(noteSource, options), limit: maxNoteBytes, downloader: downloader)
+            : try readLocal(noteSource, limit: maxNoteBytes, what: "note")
+        let catalogBytes =
+            isURL(source)
+            ? try small(mirrored(source, options), limit: Catalog.maxBytes, downloader: downloader)
+            : try readLocal(source, limit: Catalog.maxBytes, what: "catalog")
         return try CatalogAcceptance.accept(
             catalog: catalogBytes, note: noteBytes, source: source, noteSource: noteSource, trustedKeys: options.trustedKeys, now: options.now)
     }
