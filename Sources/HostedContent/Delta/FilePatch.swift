@@ -181,6 +181,15 @@ public struct FilePatch: Sendable, Equatable {
             {
                 // Install would refuse it while applying it: verify says so first, with the same rule.
                 problems.add(.patchResult, path: patch.entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
+            } else if let frame = stored.patchFrame, frame != .oneFrame {
+                // Install applies only exactly one frame (ZSTD_findFrameCompressedSize): verify says so first.
+                let shape =
+                    switch frame {
+                    case .trailing(let count): "\(count) bytes follow its zstd frame"
+                    case .truncated: "it ends inside its zstd frame"
+                    default: "it is not a zstd frame"
+                    }
+                problems.add(.patchResult, path: patch.entryPath, "the patch is not exactly one zstd frame: \(shape); make the delta again")
             }
         }
         let expected = Set(patches.values.map(\.entryPath))

@@ -59,6 +59,9 @@ public struct PackageEntry: Sendable, Equatable {
     /// The first bytes (up to `headLength`) of a file in a delta's patches folder, whose zstd frame header
     /// verify checks (FilePatch.swift); nil for every other entry.
     public var head: [UInt8]?
+    /// For the same files: whether their bytes are exactly one zstd frame, from the block headers as they
+    /// were read (install applies only such a patch); nil for every other entry, and when not read whole.
+    public var patchFrame: FrameExtent.Verdict?
     /// The folder file's stamp when it was hashed: a later equal stamp means the same bytes.
     public var stamp: FileStamp?
 

@@ -2,6 +2,7 @@ import ArchiveIO
 import Digest
 import Dispatch
 import Foundation
+import PatchCodec
 import PropertyList
 import Synchronization
 
@@ -118,6 +119,7 @@ public enum PackageScanner {
         for (file, result) in zip(pending, try readAll(pending, root: root)) {
             entries[file.index].executable = result.executable
             entries[file.index].head = result.head
+            entries[file.index].patchFrame = result.patchFrame
             if let digest = result.sha256 {
                 entries[file.index].sha256 = digest
                 entries[file.index].size = result.size
@@ -152,6 +154,8 @@ public enum PackageScanner {
         var executable: ExecutableKind?
         /// The first bytes (`PackageEntry.headLength`) of a file that may be a patch (`PackageEntry.keptHead`).
         var head: [UInt8]?
+        /// Whether a file that may be a patch is exactly one zstd frame (read whole only).
+        var patchFrame: FrameExtent.Verdict?
         var sha256: [UInt8]?
         var size: Int64 = 0
         var stamp: FileStamp?
@@ -199,16 +203,18 @@ public enum PackageScanner {
         let hasher = Digest.Hasher(.sha256)
         var head: [UInt8] = []
         var total: Int64 = 0
+        var frame = FrameExtent()
         try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
             if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
+            if keepsHead { frame.feed(chunk) }
             hasher.update(chunk)
             total += Int64(chunk.count)
         }
         // Written to while we read: no stamp, so a build refuses to trust the digest.
         let settled = try file.stamp() == stamp && stamp.size == total
         return FileFacts(
-            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil, sha256: hasher.finalize(), size: total,
-            stamp: settled ? stamp : nil)
+            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil,
+            patchFrame: keepsHead ? frame.verdict : nil, sha256: hasher.finalize(), size: total, stamp: settled ? stamp : nil)
     }
 
     // MARK: Archives
@@ -468,6 +474,7 @@ struct ArchiveCollector {
             let isPlist = Self.isPlistCandidate(name) && plistCandidates.count < 4
             let hashes = self.hashes
             var head: [UInt8] = []
+            var frame: FrameExtent? = FilePatch.mayBePatch(name) ? FrameExtent() : nil
             var plist: [UInt8] = []
             var plistTooBig = false
             let limit = plistLimit
@@ -478,6 +485,7 @@ struct ArchiveCollector {
             var crc: UInt32 = 0
             let count = try reader.readData { chunk in
                 if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
+                frame?.feed(chunk)
                 if let writer {
                     writer.write(chunk)
                 } else if checksumsHere {
@@ -497,6 +505,7 @@ struct ArchiveCollector {
             if checksumsHere { ownChecksums.append(crc) }
             entry.executable = head.withUnsafeBytes { ExecutableKind.detect($0) }
             entry.head = PackageEntry.keptHead(head, name: name)
+            entry.patchFrame = frame?.verdict
             if isPlist {
                 if plistTooBig { oversizedPlists.insert(name) } else { plistCandidates[name] = plist }
                 if !plistTooBig && earlier == nil { staging?.plistRead(name, plist) }
@@ -528,6 +537,7 @@ struct ArchiveCollector {
                 entries[index].sha256 = outcome.sha256
                 entries[index].executable = outcome.head.withUnsafeBytes { ExecutableKind.detect($0) }
                 entries[index].head = PackageEntry.keptHead(outcome.head, name: entries[index].path)
+                entries[index].patchFrame = FilePatch.mayBePatch(entries[index].path) ? outcome.frame : nil
             }
             storedChecksums.append(ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: outcome.crc32, size: file.size))
         }

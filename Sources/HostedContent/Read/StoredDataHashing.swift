@@ -3,6 +3,7 @@ import Digest
 import Dispatch
 import FileSystemIO
 import Foundation
+import PatchCodec
 import Synchronization
 
 /// Hashes (SHA-256 and CRC-32) the data of a zip's large stored entries straight from the archive file, one
@@ -51,6 +52,9 @@ final class StoredDataHashing: @unchecked Sendable {
         var crc32: UInt32
         /// The first bytes (`PackageEntry.headLength`), for the executable check and a patch's frame header.
         var head: [UInt8]
+        /// Whether the bytes are exactly one zstd frame (kept by the scan for patches only; a few operations a
+        /// block, and one for anything else, whose first byte already rules it out).
+        var frame: FrameExtent.Verdict
     }
 
     private static let chunkSize = 1 << 20
@@ -206,6 +210,7 @@ final class StoredDataHashing: @unchecked Sendable {
         let hasher = Digest.Hasher(.sha256)
         var crc: UInt32 = 0
         var head: [UInt8] = []
+        var frame = FrameExtent()
         var done: UInt64 = 0
         while done < span.size {
             if cancelled.load(ordering: .relaxed) || index >= spanLimit.load(ordering: .relaxed) { return nil }
@@ -218,9 +223,10 @@ final class StoredDataHashing: @unchecked Sendable {
             hasher.update(bytes)
             crc = CRC32.update(crc, with: bytes)
             if head.isEmpty { head = Array(bytes.prefix(PackageEntry.headLength)) }
+            frame.feed(bytes)
             done += UInt64(count)
         }
-        return Outcome(sha256: hasher.finalize(), crc32: crc, head: head)
+        return Outcome(sha256: hasher.finalize(), crc32: crc, head: head, frame: frame.verdict)
     }
 }
 
