@@ -19,7 +19,7 @@ struct CatalogCommand: Command {
             SigningOptions.keyName,
             OptionSpec("json", help: "Print one JSON object on stdout."),
             OptionSpec("quiet", short: "q", help: "Print only errors."),
-        ],
+        ] + LimitOptions.options,
         discussion: """
             One entry per product: its highest full archive, with the deltas whose new version is that one. Every
             archive is verified first; the output is deterministic and written atomically (the note before the
@@ -57,6 +57,7 @@ struct CatalogCommand: Command {
             }
             options.policies[parts[0]] = policy
         }
+        try LimitOptions.apply(arguments, to: &options.verify, command: name)
         self.options = options
         keySource = arguments.value("sign-key")
         keyName = arguments.value("key-name")

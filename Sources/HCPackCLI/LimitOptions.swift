@@ -1,6 +1,6 @@
 import HostedContent
 
-/// The limits every command that checks a package takes (build, verify, install, sign, delta), declared once
+/// The limits every command that checks a package takes (build, verify, install, sign, delta, catalog, fetch), declared once
 /// so that a pipeline can allow at verify and install what it allowed at build (docs/SECURITY.md).
 enum LimitOptions {
     static let options: [OptionSpec] = [

@@ -56,6 +56,16 @@ struct CatalogCommandTests {
         #expect(unknown.status == 2 && unknown.stderr.contains("com.example.nope"), "\(unknown.stderr)")
     }
 
+    @Test("catalog verifies its archives with the limit flags verify takes: a --max-size below their content refuses them")
+    func limits() throws {
+        let bench = CatalogBench()
+        let refused = bench.make(["--max-size", "10"])
+        #expect(refused.status == 1, "\(refused.stderr)")
+        #expect(bench.corpus.folder.read("catalog.json") == nil)
+        #expect(bench.make(["--max-size", "\(Int64(1) << 40)"]).status == 0)
+        #expect(bench.make(["--max-ratio", "0.5"]).status == 2)
+    }
+
     @Test("A catalog lists each product's newest archive with its deltas, deterministically, and verifies")
     func roundTrip() throws {
         let bench = CatalogBench()
