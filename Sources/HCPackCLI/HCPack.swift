@@ -157,6 +157,29 @@ public enum HCPack {
         }
     }
 
+    /// Makes SIGBUS (a mapped file cut short by another process) end the process as an I/O failure: the message
+    /// on standard error, with `json` the error object on standard output too, exit 3. Both are rendered here,
+    /// before any file is mapped: the handler only writes them. Called once by `main.swift`.
+    public static func installTruncationStop(json: Bool) {
+        let message =
+            "an archive or a file a patch applies to was truncated while hcpack was reading it; nothing was changed outside hcpack's staging folder (the next install removes it), run the command again"
+        truncationMessage = rendered("hcpack: error: \(message)\n")
+        truncationObject = json ? rendered(JSONFailure.object(HCPackError(.io, message)).rendered() + "\n") : nil
+        signal(SIGBUS) { _ in
+            if let text = truncationMessage { _ = write(2, text.baseAddress, text.count) }
+            if let object = truncationObject { _ = write(1, object.baseAddress, object.count) }
+            _exit(ExitCode.environment)
+        }
+    }
+
+    /// A copy of `text` that lives as long as the process, for a signal handler to write.
+    private static func rendered(_ text: String) -> UnsafeBufferPointer<UInt8> {
+        let bytes = Array(text.utf8)
+        let copy = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: bytes.count)
+        _ = copy.initialize(from: bytes)
+        return UnsafeBufferPointer(copy)
+    }
+
     /// The exit code for a failure.
     public static func exitCode(for error: HCPackError) -> Int32 {
         switch error.code {
@@ -176,3 +199,7 @@ public enum HCPack {
         return ExitCode.usage
     }
 }
+
+/// What the SIGBUS handler writes, rendered before any file is mapped (a signal handler may not allocate).
+nonisolated(unsafe) private var truncationMessage: UnsafeBufferPointer<UInt8>?
+nonisolated(unsafe) private var truncationObject: UnsafeBufferPointer<UInt8>?

@@ -8,13 +8,10 @@ import Glibc
 // libarchive's zip writer stamps DOS times through localtime(): pin UTC so archives do not depend on the host.
 setenv("TZ", "UTC0", 1)
 tzset()
-// Archives are read through a memory mapping: one truncated by another process while it is read raises
-// SIGBUS. Say so and exit like any other I/O failure (3) instead of dumping core. Nothing here allocates.
-signal(SIGBUS) { _ in
-    let message: StaticString = "hcpack: error: an archive was truncated while hcpack was reading it; nothing was changed outside hcpack's staging folder, run the command again\n"
-    _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
-    _exit(3)
-}
+// Archives, and the DEST files patches apply to, are read through a memory mapping: one truncated by another
+// process while it is read raises SIGBUS. Say so (with --json, as the error object too) and exit like any
+// other I/O failure (3) instead of dumping core.
+HCPack.installTruncationStop(json: CommandLine.arguments.dropFirst().contains("--json"))
 // One malloc arena for every thread: glibc gives each thread that allocates an arena of its own, and the
 // few worker threads of a build or install each held freed memory there (a 2 GiB build: 69 MiB peak against
 // 61 MiB; speed the same within 2%, bench/README.md). Set before any thread starts.

@@ -18,7 +18,7 @@ struct TruncatedArchiveTests {
             with zipfile.ZipFile(archive, 'w', zipfile.ZIP_STORED) as z:
                 z.writestr('ContentInfo.plist', '<?xml version="1.0"?><plist version="1.0"><dict><key>IAPProductIdentifier</key><string>com.example.t</string><key>ContentVersion</key><string>1</string><key>Files</key><array><string>big.bin</string></array></dict></plist>')
                 z.writestr('Contents/big.bin', os.urandom(160 << 20))
-            child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             mapped = os.path.realpath(archive)
             seen = False
             while not seen and child.poll() is None:
@@ -33,8 +33,9 @@ struct TruncatedArchiveTests {
             os.truncate(archive, 4096)
             if seen:
                 os.kill(child.pid, signal.SIGCONT)
-            _, err = child.communicate()
+            out, err = child.communicate()
             print(child.returncode, err.decode().strip() if seen else 'hcpack ended before its mapping of the archive was seen')
+            print('stdout:', out.decode().strip())
             """, in: folder.path
         ).output
     }
@@ -44,7 +45,21 @@ struct TruncatedArchiveTests {
         let folder = TemporaryFolder()
         let archive = folder.url("big.zip")
         let output = runTruncating([hcpackBinary(), "verify", archive], archive: archive, in: folder)
-        #expect(output.hasPrefix("3 hcpack: error: an archive was truncated while hcpack was reading it"), "\(output)")
+        // SIGBUS (the mapping) or a short pread beside it, whichever the cut met.
+        #expect(output.hasPrefix("3 hcpack: error: an archive") && output.contains("was truncated while hcpack was reading it"), "\(output)")
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix("stdout:"), "\(output)")
+    }
+
+    @Test("verify --json: exit 3 and the error object on stdout, as every --json failure prints one")
+    func verifyJSON() throws {
+        let folder = TemporaryFolder()
+        let archive = folder.url("big.zip")
+        let output = runTruncating([hcpackBinary(), "verify", archive, "--json"], archive: archive, in: folder)
+        // SIGBUS (the mapping) or a short pread beside it, whichever the cut met: both print the object.
+        #expect(output.hasPrefix("3 hcpack: error: an archive") && output.contains("was truncated while hcpack was reading it"), "\(output)")
+        let stdout = try #require(output.components(separatedBy: "stdout: ").last)
+        let object = try #require(jsonObject(stdout), "\(output)")
+        #expect((object["error"] as? [String: Any])?["code"] as? String == "io", "\(stdout)")
     }
 
     @Test("install: exit 3, DEST holds nothing but hcpack's own folder, and the next install tidies its staging")
@@ -54,7 +69,8 @@ struct TruncatedArchiveTests {
         let dest = folder.url("dest")
         try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true)
         let output = runTruncating([hcpackBinary(), "install", archive, "--dest", dest], archive: archive, in: folder)
-        #expect(output.hasPrefix("3 hcpack: error: an archive was truncated"), "\(output)")
+        // SIGBUS (the mapping) or a short pread beside it: both say the archive was truncated.
+        #expect(output.hasPrefix("3 hcpack: error: an archive") && output.contains("was truncated while hcpack was reading it"), "\(output)")
         // SIGBUS (the mapped archive) ends the process with its staging left; a short read beside the mapping
         // (large stored entries, StoredDataHashing) fails the install, which removes everything it made.
         let left = try FileManager.default.contentsOfDirectory(atPath: dest)
