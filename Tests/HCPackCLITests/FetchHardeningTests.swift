@@ -78,19 +78,27 @@ import Testing
         let corpus = FetchCorpus()
         corpus.standard()
         let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
-        corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
+        let catalog = corpus.publish(["levels-1.1.zip", "levels-1.0-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")
         let fetch = ["fetch", server.base + "/good/catalog.json", "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels"]
         #expect(hcpack(fetch).status == 0)
-        // What a SIGKILL between writing the receipt and removing the staging folder leaves.
+        // What a SIGKILL between writing the receipt and removing the staging folder leaves; one of a delta
+        // install after its receipt (its download); one before a validator's rename.
         corpus.folder.write("app/.hcpack/staging-0123abcd/Contents/levels/1.json", "staged\n")
         corpus.folder.write("app/.hcpack/receipts/com.example.levels.json.tmp", "{")
+        let catalogText = String(decoding: FileManager.default.contents(atPath: catalog) ?? Data(), as: UTF8.self)
+        let packages = try #require(jsonObject(catalogText)?["packages"] as? [[String: Any]])
+        let deltaSHA256 = try #require((packages.first?["deltas"] as? [[String: Any]])?.first?["sha256"] as? String)
+        corpus.folder.write("app/.hcpack/fetch/\(deltaSHA256).download", "delta bytes")
+        corpus.folder.write("app/.hcpack/fetch/\(deltaSHA256).download.http.tmp", "validator \"v1\"\n")
         let before = server.requests("good").count
         let rerun = hcpack(fetch + ["--json"])
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(rerun.stdout.contains("\"status\": \"upToDate\""), "\(rerun.stdout)")
         #expect(server.requests("good").dropFirst(before).map(\.path) == ["catalog.json.hcsig", "catalog.json"])
         #expect(corpus.snapshot(dest) == corpus.snapshot(corpus.installed(["levels-1.1.zip"], into: "direct")))
+        let bookkeeping = try FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack/fetch")
+        #expect(!bookkeeping.contains { $0.hasSuffix(".tmp") || $0.contains(".download") }, "\(bookkeeping)")
     }
 
     @Test("an archive trickled below the rate floor but within the stall window is cut at --timeout plus its size at --min-rate; the partial resumes")

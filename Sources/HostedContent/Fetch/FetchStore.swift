@@ -178,7 +178,10 @@ final class FetchStore {
     /// older partials useless.
     func pruneDownloads(keeping wanted: Set<String>) throws(HCPackError) {
         for name in try folder.list() {
-            if name.hasSuffix(".download") {
+            if name.hasSuffix(".tmp") {
+                // A record a kill left before its rename (`writeAtomically`); under the lock nobody writes it.
+                try folder.removeTree(name)
+            } else if name.hasSuffix(".download") {
                 let sha256 = String(name.dropLast(".download".count))
                 if !wanted.contains(sha256) { try removeDownload(sha256) }
             } else if name.hasPrefix("installed-") && name.hasSuffix(".json") {

@@ -120,6 +120,8 @@ final class ProductRun: Sendable {
                 // A run killed after the install but before it removed the archive left it here, and one killed
                 // before the install removed its staging folder left that.
                 try store.removeDownload(package.sha256)
+                // And the deltas to this version: one killed after its receipt left its download too.
+                for delta in package.deltas { try store.removeDownload(delta.sha256) }
                 if try Installer.hasLeftovers(in: options.destination) {
                     try Installer.removeLeftovers(options: InstallOptions(destination: options.destination, wait: true))
                 }

@@ -18,7 +18,7 @@ public enum PackagePath {
         if entry.contains("\\") {
             found.append((.filesBackslash, "'\(entry)' contains a backslash; separate folders with '/'"))
         }
-        if entry.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) {
+        if entry.unicodeScalars.contains(where: isControl) {
             found.append((.filesControlCharacter, "'\(printable(entry))' contains a control character; rename the file"))
         }
         if entry.hasSuffix("/") && entry.count > 1 {
@@ -59,7 +59,8 @@ public enum PackagePath {
                 componentLength = 0
                 dots = 0
                 continue
-            case UInt8(ascii: "\\"), 0..<0x20, 0x7f:
+            case UInt8(ascii: "\\"), 0..<0x20, 0x7f, 0xc2:
+                // 0xc2 leads U+0080 to U+00BF, the C1 controls among them: the careful path tells them apart.
                 return false
             case UInt8(ascii: "."):
                 dots += 1
@@ -220,15 +221,21 @@ public enum PackagePath {
         return junkNames.contains { $0.count == name.count && $0.elementsEqual(name) }
     }
 
-    /// Control characters shown as escapes so messages stay on one line.
+    /// C0 and C1 control characters and DEL (Unicode's Cc): a terminal acts on them (ESC and CSI start
+    /// escape sequences), so no name may hold one and none is printed as it is.
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value)
+    }
+
+    /// Control characters shown as escapes so messages stay on one line and cannot drive the terminal.
     public static func printable(_ text: String) -> String {
-        // Most names have no control character (in UTF-8 a control character is one byte below 0x20, or 0x7f;
-        // bytes of longer sequences are 0x80 and up): those are returned as they are, without a copy.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f }) { return text }
+        // Most names have no control character (in UTF-8 a C0 control is one byte below 0x20, or 0x7f; a C1
+        // control, U+0080 to U+009F, starts with 0xc2): those are returned as they are, without a copy.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x7f || $0 == 0xc2 }) { return text }
         var result = ""
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7f {
-                result += String(format: "\\x%02x", scalar.value)
+            if isControl(scalar) {
+                result += String(format: scalar.value < 0x80 ? "\\x%02x" : "\\u{%04x}", scalar.value)
             } else {
                 result.unicodeScalars.append(scalar)
             }

@@ -129,7 +129,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .filesAbsolutePath: "A Files entry starts with '/' or a drive letter."
         case .filesDotComponent: "A Files entry has a '.' or '..' component."
         case .filesBackslash: "A Files entry contains a backslash."
-        case .filesControlCharacter: "A Files entry contains a control character."
+        case .filesControlCharacter: "A Files entry contains a control character (C0, DEL or C1: U+0080 to U+009F)."
         case .filesTrailingSlash: "A Files entry ends with '/'."
         case .filesDuplicate: "The same path is listed twice."
         case .filesCaseDuplicate: "Two entries differ only in letter case."
