@@ -268,8 +268,11 @@ import Testing
         sys.exit(child.returncode)
         """#
 
-    @Test("on a terminal: one line per running transfer (bytes, rate, time left) and a total line, redrawn in place, cleared at the end")
+    @Test(
+        "on a terminal: one line per running transfer (bytes, rate, time left) and a total line, redrawn in place, cleared at the end",
+        .enabled(if: Requirement.pty.enabled, Requirement.pty.comment))
     func progressLines() throws {
+        try Requirement.pty.require()
         let corpus = FetchCorpus()
         corpus.build("levels-a.zip", product: "com.example.a", version: "1.0", files: FetchCorpus.v1, big: 400_000)
         corpus.build("levels-b.zip", product: "com.example.b", version: "1.0", files: FetchCorpus.v1, big: 400_000)

@@ -51,6 +51,12 @@ public struct Requirement: Sendable {
         reason: "needs Go (make deps installs golang-go and golang-golang-x-mod-dev)",
         isMet: run("go", ["version"]).status == 0)
 
+    /// A pseudo-terminal to run a command on (devpts mounted; a bare chroot has none).
+    public static let pty = Requirement(
+        reason: "needs a pseudo-terminal (devpts mounted at /dev/pts; a bare chroot or container may lack it)",
+        // As the tests open one: Python's pty module (glibc's posix_openpt is not in Swift's Glibc module).
+        isMet: run("python3", ["-c", "import os, pty; master, slave = pty.openpty(); os.close(master); os.close(slave)"]).status == 0)
+
     private static func canMountTmpfs() -> Bool {
         guard getuid() == 0 else { return false }
         let folder = TemporaryFolder()
