@@ -35,9 +35,7 @@ import Testing
 
     @Test("each fault ends as documented", arguments: cases)
     func fault(_ item: Case) throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/" + item.scenario, prefix: item.scenario, serial: 1)
         let dest = corpus.installed(["levels-1.0.zip"], into: "app")
         let before = corpus.snapshot(dest)
@@ -84,9 +82,7 @@ import Testing
 
     @Test("a stalled transfer leaves a partial file that the next run resumes with Range")
     func stallThenResume() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/stall", prefix: "stall", serial: 1)
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")
@@ -104,9 +100,7 @@ import Testing
 
     @Test("--mirror: when the catalog's host fails, the same relative path is fetched from the mirror")
     func mirror() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         let nginx = try #require(Nginx(root: corpus.www, folder: corpus.folder))
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/missing", prefix: "missing", serial: 1)
         let dest = corpus.destination("app")
@@ -122,10 +116,8 @@ import Testing
 
     @Test("the library: events as an async sequence; cancelling the consuming task keeps the partial, the next run resumes it")
     func library() async throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
         // A server that sends 100 bytes, then nothing: the fetch is mid-download until it is cancelled.
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/stall", prefix: "stall", serial: 1)
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")

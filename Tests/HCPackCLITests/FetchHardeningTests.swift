@@ -18,9 +18,7 @@ import Testing
 
     @Test("a catalog trickled above the rate floor is cut by --timeout: exit 3, a message naming the deadline, DIR untouched")
     func catalogDeadline() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "slowcatalog", serial: 1)
         let dest = corpus.destination("app")
         let result = hcpack([
@@ -37,9 +35,7 @@ import Testing
 
     @Test("a 429 to the catalog with Retry-After is retried after the wait the server asked for, not the shorter backoff")
     func catalogRetryAfter() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "busycatalog", serial: 1)
         let dest = corpus.destination("app")
         let started = Date()
@@ -56,9 +52,7 @@ import Testing
 
     @Test("--signature takes a path for a URL catalog and a URL for a local catalog")
     func noteAndCatalogFromDifferentPlaces() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let catalog = corpus.www + "/good/catalog.json"
         try #require(FileManager.default.fileExists(atPath: catalog) && FileManager.default.fileExists(atPath: catalog + ".hcsig"))
@@ -75,9 +69,7 @@ import Testing
 
     @Test("an up-to-date rerun removes what a kill left after the receipt (a staging folder, an unrenamed record) and downloads nothing but the catalog")
     func leftoversAfterReceipt() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         let catalog = corpus.publish(["levels-1.1.zip", "levels-1.0-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")
         let fetch = ["fetch", server.base + "/good/catalog.json", "--trusted-key", corpus.pub, "--dest", dest, "--product", "com.example.levels"]
@@ -103,9 +95,7 @@ import Testing
 
     @Test("an archive trickled below the rate floor but within the stall window is cut at --timeout plus its size at --min-rate; the partial resumes")
     func archiveDeadline() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/trickle", prefix: "trickle", serial: 1)
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")
@@ -150,9 +140,7 @@ import Testing
 
     @Test("per-key marks of earlier hcpack count: the highest of them is the floor, and a newer serial replaces them (and the old installed-*.json)")
     func legacySerials() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "nine", serial: 9)
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "thirteen", serial: 13)
         let dest = corpus.destination("app")
@@ -179,9 +167,7 @@ import Testing
 
     @Test("a planted download (symlink, hard link, FIFO, folder) or an oversized validator file is removed, never followed; the download starts from zero", arguments: Planted.allCases)
     func plantedPartial(_ planted: Planted) throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         let catalog = corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let sha = try catalogSHA256(catalog)
         let dest = corpus.destination("app")
@@ -230,9 +216,7 @@ import Testing
 
     @Test("--max-size reaches the install: content past it is refused by the installer's rule, DIR as it was")
     func maxSizeAtInstall() throws {
-        let corpus = FetchCorpus()
-        corpus.standard()
-        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder))
+        let (corpus, server) = try FaultServer.withStandardCorpus()
         corpus.publish(["levels-1.1.zip"], baseURL: server.base + "/good", prefix: "good", serial: 1)
         let dest = corpus.destination("app")
         let result = hcpack([

@@ -313,6 +313,14 @@ final class Nginx {
 
 /// The tests' own misbehaving server (Python's http.server), for the faults nginx will not commit.
 final class FaultServer {
+    /// The standard corpus (1.0, 1.1 and their delta) and a fault server over its `www/`.
+    static func withStandardCorpus(sourceLocation: SourceLocation = #_sourceLocation) throws -> (FetchCorpus, FaultServer) {
+        let corpus = FetchCorpus()
+        corpus.standard()
+        let server = try #require(FaultServer(root: corpus.www, folder: corpus.folder), sourceLocation: sourceLocation)
+        return (corpus, server)
+    }
+
     let port: Int
     let log: String
     private let process = Process()

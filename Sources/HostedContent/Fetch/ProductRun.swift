@@ -122,9 +122,7 @@ final class ProductRun: Sendable {
                 try store.removeDownload(package.sha256)
                 // And the deltas to this version: one killed after its receipt left its download too.
                 for delta in package.deltas { try store.removeDownload(delta.sha256) }
-                if try Installer.hasLeftovers(in: options.destination) {
-                    try Installer.removeLeftovers(options: InstallOptions(destination: options.destination, wait: true))
-                }
+                try Installer.removeLeftovers(in: options.destination)
                 report.status = .upToDate
                 emit(.upToDate(product: product, version: receipt.version))
                 return

@@ -163,20 +163,16 @@ public enum Installer {
 }
 
 extension Installer {
-    /// Whether DEST's records folder holds what a killed install leaves and the next install removes first
-    /// (a staging folder, a record not yet renamed into place). A journal is not such a leftover: only an
-    /// install of the version it names completes it.
-    public static func hasLeftovers(in destination: String) throws(HCPackError) -> Bool {
-        guard let metadata = try DirectoryHandle.open(destination).openDirectory(metadataFolder) else { return false }
-        if try metadata.list().contains(where: { $0.hasPrefix(StagingArea.namePrefix) || $0.hasSuffix(".tmp") }) { return true }
-        guard let receipts = try metadata.openDirectory(receiptsFolder) else { return false }
-        return try receipts.list().contains { $0.hasSuffix(".tmp") }
-    }
-
-    /// Removes those leftovers under the install lock, installing nothing: for a caller (fetch) that finds
-    /// the product up to date and so runs no install that would remove them.
-    public static func removeLeftovers(options: InstallOptions) throws(HCPackError) {
-        let session = try InstallSession(options: options, progress: nil)
+    /// Removes what killed installs left in DEST's records folder and the next install removes first (staging
+    /// folders, records not yet renamed into place), installing nothing: for a caller (fetch) that finds the
+    /// product up to date and so runs no install. The install lock is taken only when there is something to
+    /// remove. A journal is not such a leftover: only an install of the version it names completes it.
+    public static func removeLeftovers(in destination: String) throws(HCPackError) {
+        guard let metadata = try DirectoryHandle.open(destination).openDirectory(metadataFolder) else { return }
+        var names = try metadata.list()
+        if let receipts = try metadata.openDirectory(receiptsFolder) { names += try receipts.list() }
+        guard names.contains(where: InstallSession.isLeftover) else { return }
+        let session = try InstallSession(options: InstallOptions(destination: destination, wait: true), progress: nil)
         defer { session.lock.release() }
         try session.removeLeftovers()
     }
@@ -274,6 +270,9 @@ final class InstallSession {
         try Self.removeTemporaryRecords(in: metadata)
         if let receipts = try metadata.openDirectory(Installer.receiptsFolder) { try Self.removeTemporaryRecords(in: receipts) }
     }
+
+    /// A name `removeLeftovers` removes: a staging folder, or a record not yet renamed into place.
+    static func isLeftover(_ name: String) -> Bool { name.hasPrefix(StagingArea.namePrefix) || name.hasSuffix(".tmp") }
 
     func run(_ archive: String) throws(HCPackError) -> InstallOutcome {
         try removeLeftovers()
