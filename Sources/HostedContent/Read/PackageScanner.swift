@@ -537,7 +537,7 @@ struct ArchiveCollector {
                 entries[index].sha256 = outcome.sha256
                 entries[index].executable = outcome.head.withUnsafeBytes { ExecutableKind.detect($0) }
                 entries[index].head = PackageEntry.keptHead(outcome.head, name: entries[index].path)
-                entries[index].patchFrame = FilePatch.mayBePatch(entries[index].path) ? outcome.frame : nil
+                entries[index].patchFrame = outcome.frame
             }
             storedChecksums.append(ZipStructureCheck.ReadChecksum(readIndex: file.readIndex, crc32: outcome.crc32, size: file.size))
         }

@@ -27,6 +27,8 @@ final class StoredDataHashing: @unchecked Sendable {
         var size: UInt64
         /// The name in the central directory: the scan takes the span only for the entry libarchive names so.
         var name: [UInt8]
+        /// Whether the entry may be a delta's patch, whose zstd frame the read walks (`FilePatch.mayBePatch`).
+        var mayBePatch: Bool
 
         /// The data of `entry` when it is stored, unencrypted, whole, and large enough to be worth a thread;
         /// nil otherwise (libarchive reads it as before).
@@ -40,6 +42,7 @@ final class StoredDataHashing: @unchecked Sendable {
             dataOffset = local.dataOffset
             size = entry.compressedSize
             name = entry.name
+            mayBePatch = FilePatch.mayBePatch(String(decoding: entry.name, as: UTF8.self))
         }
 
         /// Smaller entries cost more to hand over than to read on the scan's own thread.
@@ -52,9 +55,8 @@ final class StoredDataHashing: @unchecked Sendable {
         var crc32: UInt32
         /// The first bytes (`PackageEntry.headLength`), for the executable check and a patch's frame header.
         var head: [UInt8]
-        /// Whether the bytes are exactly one zstd frame (kept by the scan for patches only; a few operations a
-        /// block, and one for anything else, whose first byte already rules it out).
-        var frame: FrameExtent.Verdict
+        /// For a span that may be a patch: whether its bytes are exactly one zstd frame; nil for any other.
+        var frame: FrameExtent.Verdict?
     }
 
     private static let chunkSize = 1 << 20
@@ -210,7 +212,7 @@ final class StoredDataHashing: @unchecked Sendable {
         let hasher = Digest.Hasher(.sha256)
         var crc: UInt32 = 0
         var head: [UInt8] = []
-        var frame = FrameExtent()
+        var frame: FrameExtent? = span.mayBePatch ? FrameExtent() : nil
         var done: UInt64 = 0
         while done < span.size {
             if cancelled.load(ordering: .relaxed) || index >= spanLimit.load(ordering: .relaxed) { return nil }
@@ -223,10 +225,10 @@ final class StoredDataHashing: @unchecked Sendable {
             hasher.update(bytes)
             crc = CRC32.update(crc, with: bytes)
             if head.isEmpty { head = Array(bytes.prefix(PackageEntry.headLength)) }
-            frame.feed(bytes)
+            frame?.feed(bytes)
             done += UInt64(count)
         }
-        return Outcome(sha256: hasher.finalize(), crc32: crc, head: head, frame: frame.verdict)
+        return Outcome(sha256: hasher.finalize(), crc32: crc, head: head, frame: frame?.verdict)
     }
 }
 
