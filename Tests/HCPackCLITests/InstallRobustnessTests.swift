@@ -129,6 +129,11 @@ struct InstallRobustnessTests {
         #expect(v2Files.count == 102 && v1Files.count == 102)
         let freshListing = treeListing(fresh)
         let upgradedListing = treeListing(upgraded)
+        // How many renames each kind of install makes: the strace runs kill at one of them, so each one dies
+        // (a fixed K past a first install's last rename let it finish, and then the random runs, which land
+        // after the install when the machine is loaded, decided whether enough runs were interrupted).
+        let freshRenames = try Self.renameCount(binary, v2, dest: base + "/count-fresh", copying: nil, folder: folder)
+        let upgradeRenames = try Self.renameCount(binary, v2, dest: base + "/count-upgrade", copying: withV1, folder: folder)
 
         var generator = SystemRandomNumberGenerator()
         var killedRuns = 0
@@ -140,12 +145,14 @@ struct InstallRobustnessTests {
             } else {
                 folder.write(String(dest.dropFirst(folder.path.count + 1)) + "/mine.txt", "user file\n")
             }
-            // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt: 104 in an
-            // upgrade), half after a random delay.
+            // Half the runs die at the K-th rename (journal, files, the stale file moved aside, receipt), half
+            // after a random delay.
+            let renames = isUpgrade ? upgradeRenames : freshRenames
             let outcome = try Self.killedInstall(
-                binary, v2, dest, atRename: index < 12 ? 1 + (index * 37) % 104 : nil, within: duration,
+                binary, v2, dest, atRename: index < 12 ? 1 + (index * 37) % renames : nil, within: duration,
                 using: &generator)
             if outcome.killed { killedRuns += 1 }
+            if index < 12 { #expect(outcome.killed, "run \(index) was not killed at rename \(1 + (index * 37) % renames) of \(renames)") }
 
             // The invariant: every file at a final path is whole, one version's bytes or the user's own.
             for (path, data) in regularFiles(dest) {
@@ -160,6 +167,19 @@ struct InstallRobustnessTests {
             try? FileManager.default.removeItem(atPath: dest)
         }
         #expect(killedRuns >= 12, "most runs were interrupted (\(killedRuns) of 24)")
+    }
+
+    /// The rename calls `install archive --dest dest` makes (strace), into a copy of `copying` or an empty folder.
+    static func renameCount(_ binary: String, _ archive: String, dest: String, copying: String?, folder: TemporaryFolder) throws -> Int {
+        if let copying { copyTree(copying, to: dest) } else { try FileManager.default.createDirectory(atPath: dest, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(atPath: dest) }
+        let log = folder.url("renames-\(UUID().uuidString).log")
+        let traced = run("strace", ["-f", "-qq", "-e", "trace=renameat,renameat2,rename", "-o", log, binary, "install", archive, "--dest", dest])
+        try #require(traced.status == 0, "\(traced.output)")
+        let lines = (try String(contentsOfFile: log, encoding: .utf8)).split(separator: "\n")
+        let count = lines.filter { $0.contains("rename") && !$0.contains("resumed>") }.count
+        try #require(count > 0, "strace saw no rename")
+        return count
     }
 
     /// Runs `install archive --dest dest`, killed at the `atRename`-th rename (strace), or without it after a
