@@ -108,6 +108,55 @@ public enum PatchCodec {
     public static func makePatch(
         base: MappedFile, target: MappedFile, windowLog: Int, level: Int, output: Int32, outputPath: String
     ) throws(PatchError) -> Int64 {
+        var written: Int64 = 0
+        // After each slice of input every page of both files is dropped: the match finder reads candidates
+        // anywhere behind in the target (and the base), each read maps a whole large folio of the page cache,
+        // and with 1 MiB slices 53 MiB of the 256 MiB asset's target were resident in 650 pieces between two drops.
+        try base.releasingWhile { () throws(PatchError) in
+            try makePatch(
+                base: base.bytes, target: target.bytes, windowLog: windowLog, level: level,
+                write: { (bytes) throws(PatchError) in
+                    do throws(HCPackError) {
+                        try Descriptor.writeAll(output, bytes, path: outputPath)
+                    } catch {
+                        throw PatchError(.io, error.message)
+                    }
+                    written += Int64(bytes.count)
+                },
+                passed: { consumed in
+                    target.release(below: consumed)
+                    base.release(below: base.count)
+                })
+        }
+        return written
+    }
+
+    /// Makes the patch that turns `base` into `target`, both in memory, and returns it (small files: a delta
+    /// of many small changed files makes them without a file each).
+    public static func makePatch(base: [UInt8], target: [UInt8], windowLog: Int, level: Int) throws(PatchError) -> [UInt8] {
+        var patch: [UInt8] = []
+        var failure: PatchError?
+        base.withUnsafeBytes { base in
+            target.withUnsafeBytes { target in
+                do throws(PatchError) {
+                    try makePatch(
+                        base: base, target: target, windowLog: windowLog, level: level,
+                        write: { bytes in patch += bytes }, passed: { _ in })
+                } catch {
+                    failure = error
+                }
+            }
+        }
+        if let failure { throw failure }
+        return patch
+    }
+
+    /// The one way patches are made: `write` gets the patch's bytes in order, `passed` how much of the target
+    /// was compressed after each slice of it.
+    private static func makePatch(
+        base: UnsafeRawBufferPointer, target: UnsafeRawBufferPointer, windowLog: Int, level: Int,
+        write: (UnsafeRawBufferPointer) throws(PatchError) -> Void, passed: (Int) -> Void
+    ) throws(PatchError) {
         guard let context = ZSTD_createCCtx() else { throw PatchError(.library, "out of memory for a zstd context") }
         defer { ZSTD_freeCCtx(context) }
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_compressionLevel, Int32(level)), "set the level")
@@ -123,19 +172,15 @@ public enum PatchCodec {
         try check(ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1), "enable the checksum")
         try check(ZSTD_CCtx_setParameter(context, czstd_c_stable_in_buffer(), 1), "reference the input")
         try check(ZSTD_CCtx_setPledgedSrcSize(context, UInt64(target.count)), "declare the size")
-        try check(ZSTD_CCtx_refPrefix(context, base.bytes.baseAddress, base.count), "reference the base")
+        try check(ZSTD_CCtx_refPrefix(context, base.baseAddress, base.count), "reference the base")
 
-        let chunk = 1 << 20
+        // As large as the target's compressed form may be, up to 1 MiB.
+        let chunk = min(1 << 20, ZSTD_compressBound(target.count))
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
-        var input = ZSTD_inBuffer(src: target.bytes.baseAddress, size: 0, pos: 0)
-        var written: Int64 = 0
-        // The input grows a slice at a time (allowed with a stable input buffer), and after each slice every
-        // page of both files is dropped: the match finder reads candidates anywhere behind in the target (and
-        // the base), each read maps a whole large folio of the page cache, and with 1 MiB slices 53 MiB of
-        // the 256 MiB asset's target were resident in 650 pieces between two drops.
+        var input = ZSTD_inBuffer(src: target.baseAddress, size: 0, pos: 0)
+        // The input grows a slice at a time (allowed with a stable input buffer).
         let slice = 256 << 10
-        try base.releasingWhile { () throws(PatchError) in
         while true {
             input.size = min(target.count, input.size + slice)
             let last = input.size == target.count
@@ -143,22 +188,12 @@ public enum PatchCodec {
                 var out = ZSTD_outBuffer(dst: buffer, size: chunk, pos: 0)
                 let remaining = ZSTD_compressStream2(context, &out, &input, last ? ZSTD_e_end : ZSTD_e_continue)
                 try check(remaining, "compress")
-                if out.pos > 0 {
-                    do throws(HCPackError) {
-                        try Descriptor.writeAll(output, UnsafeRawBufferPointer(start: buffer, count: out.pos), path: outputPath)
-                    } catch {
-                        throw PatchError(.io, error.message)
-                    }
-                    written += Int64(out.pos)
-                }
+                if out.pos > 0 { try write(UnsafeRawBufferPointer(start: buffer, count: out.pos)) }
                 if last ? remaining == 0 : input.pos == input.size { break }
             }
-            target.release(below: input.pos)
-            base.release(below: base.count)
+            passed(input.pos)
             if last { break }
         }
-        }
-        return written
     }
 
     /// Applies `patch` to `base`, writing the result into `output`, whose size is the one the patch must make.

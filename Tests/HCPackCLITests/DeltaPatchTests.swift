@@ -175,6 +175,69 @@ struct DeltaPatchTests {
         #expect(jsonObject(again.stdout)?["status"] as? String == "unchanged", "\(again.stderr)")
     }
 
+    @Test("From archives delta reads only what the delta is made of: the same bytes as from folders; a damaged shared file is not read, a damaged changed one is refused")
+    func readsWhatItCarries() throws {
+        let corpus = PatchCorpus()
+        #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
+        let folder = corpus.folder
+        // The archives unpacked: read whole, NEW's changed files staged and patched from files. From the archives,
+        // levels.json (100 KB) is patched in memory and assets.pak (3 MiB) from staged files.
+        let unpack = "import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])"
+        #expect(run("python3", ["-c", unpack, corpus.v1, folder.url("f1")]).status == 0)
+        #expect(run("python3", ["-c", unpack, corpus.v2, folder.url("f2")]).status == 0)
+        let fromFolders = hcpack(["delta", folder.url("f1"), folder.url("f2"), "-o", folder.url("folders.zip")])
+        #expect(fromFolders.status == 0, "\(fromFolders.stderr)")
+        let sameFromFolders = folder.read("folders.zip") == folder.read("v1-v2.zip")
+        #expect(sameFromFolders)
+
+        // NEW again with one file's bytes replaced (same size, plist unchanged): verify refuses it either way.
+        func damaged(_ name: String, file: String) -> String {
+            let output = folder.url(name)
+            let script = """
+                import sys, zipfile
+                source, output, target = sys.argv[1], sys.argv[2], 'Contents/' + sys.argv[3]
+                with zipfile.ZipFile(source) as z, zipfile.ZipFile(output, 'w', zipfile.ZIP_DEFLATED) as out:
+                    for info in z.infolist():
+                        data = z.read(info)
+                        if info.filename == target:
+                            data = bytes([data[0] ^ 1]) + data[1:]
+                        out.writestr(info, data)
+                """
+            #expect(run("python3", ["-c", script, corpus.v2, output, file]).status == 0)
+            #expect(hcpack(["verify", output]).status == 1)
+            return output
+        }
+        // A file both versions record alike: the delta does not carry it and does not read it; it is the same delta.
+        let sharedDamaged = damaged("shared.zip", file: "same.txt")
+        let fromShared = hcpack(["delta", corpus.v1, sharedDamaged, "-o", folder.url("shared-delta.zip")])
+        #expect(fromShared.status == 0, "\(fromShared.stderr)")
+        let sameFromShared = folder.read("shared-delta.zip") == folder.read("v1-v2.zip")
+        #expect(sameFromShared)
+        // A changed file, patched in memory or from a staged file, or carried whole: refused, nothing written.
+        for file in ["data/levels.json", "data/assets.pak", "small.txt"] {
+            let bad = damaged("bad.zip", file: file)
+            let refused = hcpack(["delta", corpus.v1, bad, "-o", folder.url("refused.zip")])
+            #expect(refused.status == 1 && refused.stderr.contains("not a valid package"), "\(file): \(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder.url("refused.zip")))
+            try FileManager.default.removeItem(atPath: bad)
+        }
+        // OLD's copy of a changed file is its patch's base: damaged, the delta is refused too.
+        let oldScript = """
+            import sys, zipfile
+            with zipfile.ZipFile(sys.argv[1]) as z, zipfile.ZipFile(sys.argv[2], 'w', zipfile.ZIP_DEFLATED) as out:
+                for info in z.infolist():
+                    data = z.read(info)
+                    if info.filename == 'Contents/data/levels.json':
+                        data = bytes([data[0] ^ 1]) + data[1:]
+                    out.writestr(info, data)
+            """
+        #expect(run("python3", ["-c", oldScript, corpus.v1, folder.url("old-bad.zip")]).status == 0)
+        let badBase = hcpack(["delta", folder.url("old-bad.zip"), corpus.v2, "-o", folder.url("refused.zip")])
+        #expect(badBase.status == 1 && badBase.stderr.contains("(OLD) is not a valid package"), "\(badBase.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.url("refused.zip")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".") })
+    }
+
     @Test("A DEST file that is not the patch's base refuses the install before anything is placed, naming it")
     func notTheBase() throws {
         let corpus = PatchCorpus(assetSize: 256 << 10)

@@ -70,9 +70,21 @@ public enum DeltaBuilder {
             throw HCPackError(.invalidRequest, "a delta is an archive: pass --format zip or tar.gz", path: options.output)
         }
         try Builder.refuseExisting(Builder.normalizedPath(options.output), force: options.force)
+        let parent = Builder.parentFolder(of: Builder.normalizedPath(options.output))
+        let name = String(options.output.split(separator: "/").last ?? "delta")
+        let scratch = try FileSystem.makeTemporaryDirectory(template: parent + "/." + name + ".hcpack-delta-XXXXXX", for: options.output)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        // Two archives as hcpack build writes them are read once each, only what the delta needs (DeltaReading.swift).
+        let inputs = try readArchivesOnce(options, scratch: scratch)
         // OLD needs no integrity records: the digests read stand in for them.
-        let old = try PackageSide(options.old, role: "OLD", options: options.verify, requireRecords: false)
-        let new = try PackageSide(options.new, role: "NEW", options: options.verify)
+        let old: PackageSide
+        let new: PackageSide
+        if let inputs {
+            (old, new) = (inputs.old, inputs.new)
+        } else {
+            old = try PackageSide(options.old, role: "OLD", options: options.verify, requireRecords: false)
+            new = try PackageSide(options.new, role: "NEW", options: options.verify)
+        }
         guard old.productIdentifier == new.productIdentifier else {
             throw HCPackError(
                 .invalidPackage,
@@ -92,16 +104,18 @@ public enum DeltaBuilder {
         var info = new.info
         info.dictionary[DeltaBase.key] = base.plistValue
 
-        let parent = Builder.parentFolder(of: Builder.normalizedPath(options.output))
-        let name = String(options.output.split(separator: "/").last ?? "delta")
-        let scratch = try FileSystem.makeTemporaryDirectory(template: parent + "/." + name + ".hcpack-delta-XXXXXX", for: options.output)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let root = try new.extract(carriedSet, into: scratch, options: options.verify)
+        let root: String
+        if let inputs {
+            root = inputs.newRoot
+        } else {
+            root = try new.extract(carriedSet, into: scratch, options: options.verify)
+        }
         // Changed files OLD also has may travel as patches against OLD's copies (DeltaPatching.swift).
         let changed = carried.filter { old.records[$0] != nil }
         let patches = try options.patchWindowLog.map { limit throws(HCPackError) in
             try makePatches(
-                old: old, new: new, changed: changed, root: root, scratch: scratch, windowLogLimit: limit, options: options.verify)
+                old: old, new: new, changed: changed, root: root, oldRoot: inputs?.oldRoot, kept: (inputs?.oldKept ?? [:], inputs?.newKept ?? [:]),
+                scratch: scratch, windowLogLimit: limit, options: options.verify)
         }
         if let patches, !patches.records.isEmpty { info.dictionary[FilePatch.key] = FilePatch.plistValue(patches.records) }
         try DirectoryHandle.open(root).writeAtomically(ContentInfo.fileName, info.encodeXML())
@@ -152,7 +166,13 @@ struct PackageSide {
         guard let status = try FileSystem.status(path) else {
             throw HCPackError(.notFound, "\(path): no such package (\(role)); check the path", path: path)
         }
-        let report = try Verifier.verify(path, options: options)
+        try self.init(
+            path, role: role, report: Verifier.verify(path, options: options), isFolder: status.kind == .directory,
+            requireRecords: requireRecords)
+    }
+
+    /// The package at `path` as `report` found it.
+    init(_ path: String, role: String, report: VerificationReport, isFolder: Bool, requireRecords: Bool = true) throws(HCPackError) {
         guard report.isValid() else {
             throw HCPackError(
                 .invalidPackage,
@@ -198,7 +218,7 @@ struct PackageSide {
         self.plistSHA256 = Digest.Hasher.digest(.sha256, of: plist).hexString
         self.files = files
         self.records = records
-        self.isFolder = status.kind == .directory
+        self.isFolder = isFolder
         self.rootFolder = report.snapshot.rootFolder
     }
 

@@ -22,46 +22,97 @@ extension DeltaBuilder {
     /// Makes patches for `changed` (paths both versions list, with different bytes) inside the delta folder
     /// `root`, whose Contents/ holds NEW's copies: a kept patch replaces the whole file there.
     /// - Parameters:
+    ///   - oldRoot: a package folder already holding OLD's copies of `changed`; nil: they are copied out of OLD.
+    ///   - kept: OLD's and NEW's copies of some of `changed` in memory, in neither folder; each NEW one ends in
+    ///     the delta folder, as a patch or whole.
     ///   - scratch: a private folder for OLD's copies.
     ///   - windowLogLimit: files whose base and result need a larger window travel whole.
     /// - Returns: the patches kept, sorted by path.
     static func makePatches(
-        old: PackageSide, new: PackageSide, changed: [String], root: String, scratch: String, windowLogLimit: Int,
+        old: PackageSide, new: PackageSide, changed: [String], root: String, oldRoot staged: String?,
+        kept: (old: [String: [UInt8]], new: [String: [UInt8]]) = ([:], [:]), scratch: String, windowLogLimit: Int,
         options: VerifyOptions
     ) throws(HCPackError) -> (records: [FilePatch], summaries: [DeltaPatchSummary]) {
         // A package that lists files in the patches folder itself keeps every file whole.
         let prefix = FilePatch.folder + "/"
-        if new.files.contains(where: { $0.hasPrefix(prefix) }) { return ([], []) }
+        let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
+        // Whatever is decided for a file NEW's copy of which is in memory, it ends in the delta folder.
+        var keptNew = kept.new
+        defer { if !keptNew.isEmpty { try? writeWhole(keptNew, into: contents) } }
+        if new.files.contains(where: { $0.hasPrefix(prefix) }) {
+            try writeWhole(keptNew, into: contents)
+            keptNew = [:]
+            return ([], [])
+        }
         let candidates = changed.filter { path in
             guard let base = old.records[path], let made = new.records[path], made.size > minimumSaving else { return false }
             return PatchCodec.windowLog(baseSize: base.size, targetSize: made.size, limit: windowLogLimit) != nil
         }
-        if candidates.isEmpty { return ([], []) }
+        if candidates.isEmpty {
+            try writeWhole(keptNew, into: contents)
+            keptNew = [:]
+            return ([], [])
+        }
         let oldRoot: String
-        if old.isFolder {
+        if let staged {
+            oldRoot = staged
+        } else if old.isFolder {
             oldRoot = old.path + (old.rootFolder.map { "/" + $0 } ?? "")
         } else {
             let folder = scratch + "/old"
             _ = try DirectoryHandle.open(scratch).makeDirectory("old")
             oldRoot = try old.extract(Set(candidates), into: folder, options: options)
         }
-        let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
         let oldContents = try DirectoryHandle.open(oldRoot + "/" + Verifier.contentsFolder)
         var records: [FilePatch] = []
         var summaries: [DeltaPatchSummary] = []
         // What the kept patches make, held to the ratio install holds them to (PatchOutput).
-        var kept = PatchOutput()
+        var patchedOutput = PatchOutput()
         for path in candidates.sorted() {
             guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
             var parts = path.split(separator: "/")
             guard let leaf = parts.popLast().map(String.init),
                 let windowLog = PatchCodec.windowLog(baseSize: baseRecord.size, targetSize: madeRecord.size, limit: windowLogLimit)
             else { continue }
+            if let baseBytes = kept.old[path], let madeBytes = keptNew.removeValue(forKey: path) {
+                let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
+                try check(baseBytes, expecting: baseRecord, side: old, path: path)
+                try check(madeBytes, expecting: madeRecord, side: new, path: path)
+                let patch: [UInt8]
+                do {
+                    patch = try PatchCodec.makePatch(
+                        base: baseBytes, target: madeBytes, windowLog: windowLog, level: PatchCodec.level(forSize: madeRecord.size))
+                } catch {
+                    throw HCPackError(.io, "\(location): could not make the patch of Contents/\(path): \(error.message)", path: location)
+                }
+                let size = Int64(patch.count)
+                let withPatch = patchedOutput.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
+                guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else {
+                    try writeWhole([path: madeBytes], into: contents)
+                    continue
+                }
+                patchedOutput = withPatch
+                try writeWhole([FilePatch.folder + "/" + path: patch], into: contents)
+                // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the same
+                // inputs give the same delta whichever way they were read.
+                _ = try contents.makeDirectories(parts)
+                records.append(FilePatch(
+                    path: path, base: baseRecord,
+                    patch: FileRecord(size: size, sha256: Digest.Hasher.digest(.sha256, of: patch).hexString), windowLog: windowLog))
+                summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: size))
+                continue
+            }
+            // On disk: one side (or both) was too large to keep in memory.
+            if let madeBytes = keptNew.removeValue(forKey: path) { try writeWhole([path: madeBytes], into: contents) }
+            if let baseBytes = kept.old[path] { try writeWhole([path: baseBytes], into: oldContents) }
             let base = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
             let made = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
-            let patchFolder = try contents.makeDirectories([Substring(FilePatch.folder)] + parts)
             let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
-            let output = try patchFolder.createFileForMapping(leaf)
+            // Made beside the delta folder and moved in when kept: a patch not kept leaves no folder behind.
+            let scratchFolder = try DirectoryHandle.open(scratch)
+            let madePatch = "patch-\(records.count)"
+            _ = try scratchFolder.removeFile(madePatch)
+            let output = try scratchFolder.createFileForMapping(madePatch)
             let size: Int64
             do {
                 defer { Descriptor.release(output) }
@@ -77,12 +128,14 @@ extension DeltaBuilder {
             // hundred bytes): re-encoded media, a file rewritten through and through, small files. Whole too when
             // install would refuse what the patches make from so little (--max-ratio): the archive's own limits
             // then judge the file, as build's do.
-            let withPatch = kept.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
+            let withPatch = patchedOutput.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
             guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else {
-                _ = try patchFolder.removeFile(leaf)
+                _ = try scratchFolder.removeFile(madePatch)
                 continue
             }
-            kept = withPatch
+            patchedOutput = withPatch
+            let patchFolder = try contents.makeDirectories([Substring(FilePatch.folder)] + parts)
+            try scratchFolder.rename(madePatch, to: patchFolder, leaf)
             guard let digest = try patchFolder.digest(leaf) else {
                 throw HCPackError(.io, "\(location) vanished while the delta was being made", path: location)
             }
@@ -92,6 +145,27 @@ extension DeltaBuilder {
             summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: size))
         }
         return (records, summaries)
+    }
+
+    /// Writes each file (by listed path) into `contents`, making its folders.
+    private static func writeWhole(_ files: [String: [UInt8]], into contents: DirectoryHandle) throws(HCPackError) {
+        for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
+            var parts = path.split(separator: "/")
+            guard let leaf = parts.popLast() else { continue }
+            let written = try contents.makeDirectories(parts).createFile(String(leaf))
+            try written.write(bytes)
+            try written.finish(synchronize: false)
+        }
+    }
+
+    /// Checks that a copy read into memory is the file `side` records (the patch must be made from exactly the
+    /// recorded bytes; the scan checked them already, this keeps the promise next to its use).
+    private static func check(_ bytes: [UInt8], expecting record: FileRecord, side: PackageSide, path: String) throws(HCPackError) {
+        guard Int64(bytes.count) == record.size, Digest.Hasher.digest(.sha256, of: bytes).matchesHex(record.sha256) else {
+            throw HCPackError(
+                .io, "\(side.path): Contents/\(path) changed while the delta was being made; run again once nothing writes to it",
+                path: side.path)
+        }
     }
 
     /// Maps `folder/parts/leaf` and checks it is the file `side` records (its copy was taken while it might

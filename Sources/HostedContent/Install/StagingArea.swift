@@ -33,6 +33,21 @@ public final class StagingArea: @unchecked Sendable {
     /// the bytes the plist records: those are hashed as they stream but not written (see `plistRead`).
     public var inPlaceNames: ((_ plistName: String, _ plist: [UInt8]) -> Set<String>)?
     private var skippable: Set<String> = []
+    /// Says, for a ContentInfo.plist read from the archive, which archive names the caller needs nothing of:
+    /// their data is neither read nor checked nor staged (hcpack delta leaves the files both versions share).
+    /// Only names whose size the entry header declares are left unread, so the size is still held to the
+    /// plist's record.
+    public var unreadNames: ((_ plistName: String, _ plist: [UInt8]) -> Set<String>)?
+    private var unread: Set<String> = []
+    /// Says, for a ContentInfo.plist read from the archive, which archive names the caller wants in memory
+    /// (`kept`) instead of staged: those whose header declares at most `largestKeptBytes`. Hashed and checked
+    /// like every file read.
+    public var keptNames: ((_ plistName: String, _ plist: [UInt8]) -> Set<String>)?
+    private var keep: Set<String> = []
+    /// The data of the `keptNames` files read, by archive name.
+    public private(set) var kept: [String: [UInt8]] = [:]
+    /// The largest file `keptNames` holds in memory.
+    public static let largestKeptBytes: Int64 = 1 << 20
     /// Content files not written because DEST already held them.
     public private(set) var skipped: Set<String> = []
     /// The folders of the previous file, outermost first: archives list a folder's files together, and a
@@ -113,7 +128,21 @@ public final class StagingArea: @unchecked Sendable {
     /// stages only what changed, and needs no free space for the rest.
     func plistRead(_ name: String, _ bytes: [UInt8]) {
         if let inPlaceNames { skippable.formUnion(inPlaceNames(name, bytes)) }
+        if let unreadNames { unread.formUnion(unreadNames(name, bytes)) }
+        if let keptNames { keep.formUnion(keptNames(name, bytes)) }
     }
+
+    /// True when `archivePath`, `declaredSize` bytes, is to be read into memory (`keptNames`), not staged.
+    func keepsInMemory(_ archivePath: String, declaredSize: Int64?) -> Bool {
+        guard !keep.isEmpty, let declaredSize, declaredSize <= Self.largestKeptBytes else { return false }
+        return keep.contains(archivePath)
+    }
+
+    /// Holds the data read of a `keepsInMemory` file.
+    func keep(_ archivePath: String, _ bytes: [UInt8]) { kept[archivePath] = bytes }
+
+    /// True when the data of `archivePath` is not needed (`unreadNames`).
+    func leavesUnread(_ archivePath: String) -> Bool { !unread.isEmpty && unread.contains(archivePath) }
 
     /// True when `archivePath` was not staged because DEST already held its bytes.
     public func wasSkipped(_ archivePath: String) -> Bool { skipped.contains(archivePath) }

@@ -64,6 +64,9 @@ public struct PackageEntry: Sendable, Equatable {
     public var patchFrame: FrameExtent.Verdict?
     /// The folder file's stamp when it was hashed: a later equal stamp means the same bytes.
     public var stamp: FileStamp?
+    /// True when the scan left the data unread because its caller needed nothing of it (`StagingArea.unreadNames`):
+    /// no digest, no checksum, nothing checked but the declared size.
+    public var dataUnread = false
 
     public init(
         path: String, kind: EntryKind, size: Int64 = 0, permissions: UInt32 = 0o644, linkTarget: String? = nil,

@@ -456,9 +456,13 @@ struct ArchiveCollector {
             path: name, kind: Self.kind(header.kind), size: header.declaredSize ?? 0, permissions: header.permissions,
             linkTarget: header.linkTarget, nameIsUTF8: header.path != nil)
         let earlier = position(of: name)
+        let keepsInMemory = earlier == nil && staging?.keepsInMemory(name, declaredSize: header.declaredSize) == true
         if header.isEncrypted {
             problems.add(.encrypted, path: name, "the entry is encrypted; ship hosted content unencrypted")
-        } else if entry.kind == .file, !Self.isPlistCandidate(name),
+        } else if entry.kind == .file, earlier == nil, header.declaredSize != nil, staging?.leavesUnread(name) == true {
+            // Data the caller needs nothing of: libarchive skips it (a seek in a zip); no digest, no checksum.
+            entry.dataUnread = true
+        } else if entry.kind == .file, !Self.isPlistCandidate(name), !keepsInMemory,
             let stored = storedData?.span(forRead: entriesRead - 1, name: header.pathBytes, declaredSize: header.declaredSize)
         {
             try reader.leaveData(toCaller: Int64(stored.size))
@@ -480,7 +484,10 @@ struct ArchiveCollector {
             let limit = plistLimit
             if isPlist, let declared = header.declaredSize, declared > 0, declared <= limit { plist.reserveCapacity(Int(declared)) }
             // A second entry with this name is never staged: the first one's data would be overwritten.
-            let writer = earlier == nil ? staging?.beginFile(name, through: hashes) : nil
+            let writer = earlier == nil && !keepsInMemory ? staging?.beginFile(name, through: hashes) : nil
+            // At most the declared size (StagingArea.largestKeptBytes): the reader refuses more.
+            var kept: [UInt8]? = keepsInMemory ? [] : nil
+            if keepsInMemory, let declared = header.declaredSize { kept?.reserveCapacity(Int(declared)) }
             let checksumsHere = checksummer == .readingThread
             var crc: UInt32 = 0
             let count = try reader.readData { chunk in
@@ -493,11 +500,13 @@ struct ArchiveCollector {
                 } else {
                     hashes.update(chunk)
                 }
+                kept?.append(contentsOf: chunk)
                 if isPlist && !plistTooBig {
                     if plist.count + chunk.count > limit { plistTooBig = true; plist = [] } else { plist += chunk }
                 }
             }
             try writer?.finish()
+            if let kept { staging?.keep(name, kept) }
             entry.size = count
             let ticket = hashes.end()
             if earlier == nil { hashTickets.append((entries.count, ticket)) }
