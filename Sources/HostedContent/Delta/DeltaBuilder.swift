@@ -24,6 +24,9 @@ public struct DeltaOptions: Sendable {
     /// The largest window (as a power of two) a binary patch may need (base and result together); files that
     /// need more travel whole. nil: no patches, every changed file whole.
     public var patchWindowLog: Int? = PatchCodec.largestWindowLog
+    /// How many bytes of each archive's small changed files may be held in memory while making patches
+    /// (`StagingArea.keptBudgetBytes`); the rest are staged as files.
+    var memoryBudgetBytes: Int64 = 64 << 20
 
     /// Describes a delta from `old` to `new`, written to `output`.
     public init(

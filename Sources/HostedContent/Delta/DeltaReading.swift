@@ -63,6 +63,8 @@ extension DeltaBuilder {
         let oldStaging = try StagingArea(in: oldFolder)
         newStaging.unreadNames = unread(newFiles.filter { !carried.contains($0) }, ifPlistIs: newLead.bytes)
         oldStaging.unreadNames = unread(oldFiles.filter { !bases.contains($0) }, ifPlistIs: oldLead.bytes)
+        newStaging.keptBudgetBytes = options.memoryBudgetBytes
+        oldStaging.keptBudgetBytes = options.memoryBudgetBytes
         newStaging.keptNames = unread(kept.sorted(), ifPlistIs: newLead.bytes)
         oldStaging.keptNames = unread(kept.sorted(), ifPlistIs: oldLead.bytes)
         let limits = options.verify.limits

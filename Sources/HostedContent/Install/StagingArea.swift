@@ -48,6 +48,9 @@ public final class StagingArea: @unchecked Sendable {
     public private(set) var kept: [String: [UInt8]] = [:]
     /// The largest file `keptNames` holds in memory.
     public static let largestKeptBytes: Int64 = 1 << 20
+    /// At most this many bytes are held in memory in all; the `keptNames` files read after that are staged.
+    public var keptBudgetBytes: Int64 = 64 << 20
+    private var keptTotal: Int64 = 0
     /// Content files not written because DEST already held them.
     public private(set) var skipped: Set<String> = []
     /// The folders of the previous file, outermost first: archives list a folder's files together, and a
@@ -132,10 +135,14 @@ public final class StagingArea: @unchecked Sendable {
         if let keptNames { keep.formUnion(keptNames(name, bytes)) }
     }
 
-    /// True when `archivePath`, `declaredSize` bytes, is to be read into memory (`keptNames`), not staged.
+    /// True when the file `archivePath`, `declaredSize` bytes, is to be read into memory (`keptNames`), not
+    /// staged; counts it against `keptBudgetBytes`. Called once per entry.
     func keepsInMemory(_ archivePath: String, declaredSize: Int64?) -> Bool {
-        guard !keep.isEmpty, let declaredSize, declaredSize <= Self.largestKeptBytes else { return false }
-        return keep.contains(archivePath)
+        guard !keep.isEmpty, let declaredSize, declaredSize <= Self.largestKeptBytes,
+            keptTotal + declaredSize <= keptBudgetBytes, keep.contains(archivePath)
+        else { return false }
+        keptTotal += declaredSize
+        return true
     }
 
     /// Holds the data read of a `keepsInMemory` file.

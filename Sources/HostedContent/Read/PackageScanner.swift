@@ -456,7 +456,8 @@ struct ArchiveCollector {
             path: name, kind: Self.kind(header.kind), size: header.declaredSize ?? 0, permissions: header.permissions,
             linkTarget: header.linkTarget, nameIsUTF8: header.path != nil)
         let earlier = position(of: name)
-        let keepsInMemory = earlier == nil && staging?.keepsInMemory(name, declaredSize: header.declaredSize) == true
+        let keepsInMemory = entry.kind == .file && !header.isEncrypted && earlier == nil
+            && staging?.keepsInMemory(name, declaredSize: header.declaredSize) == true
         if header.isEncrypted {
             problems.add(.encrypted, path: name, "the entry is encrypted; ship hosted content unencrypted")
         } else if entry.kind == .file, earlier == nil, header.declaredSize != nil, staging?.leavesUnread(name) == true {
