@@ -22,6 +22,12 @@ public enum FileSystem {
         public var identity: FileIdentity { FileIdentity(device: device, inode: inode, modified: modified) }
     }
 
+    /// This process's ID.
+    public static var processID: Int32 { getpid() }
+
+    /// Whether a process with this ID exists (`kill(pid, 0)`), so a folder named after it may be in use.
+    public static func processExists(_ pid: Int32) -> Bool { pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) }
+
     /// `lstat(path)`; nil when the path does not exist.
     public static func status(_ path: String) throws(HCPackError) -> Status? {
         try status(pathBytes: Array(path.utf8))

@@ -162,7 +162,7 @@ public enum HCPack {
     /// before any file is mapped: the handler only writes them. Called once by `main.swift`.
     public static func installTruncationStop(json: Bool) {
         let message =
-            "an archive or a file a patch applies to was truncated while hcpack was reading it; nothing was changed outside hcpack's staging folder (the next install removes it), run the command again"
+            "an archive or a file a patch applies to was truncated while hcpack was reading it (cut short by another program); nothing was put in place: an install's staging folder, or a delta's temporary folder beside its output, is removed by the next run; run the command again"
         truncationMessage = rendered("hcpack: error: \(message)\n")
         truncationObject = json ? rendered(JSONFailure.object(HCPackError(.io, message)).rendered() + "\n") : nil
         signal(SIGBUS) { _ in

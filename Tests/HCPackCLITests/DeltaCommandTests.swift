@@ -137,6 +137,16 @@ struct DeltaCommandTests {
         #expect(hcpack(["delta", v1, corpus.folder.url("broken.zip"), "-o", out]).status == 1)
         #expect(hcpack(["delta", v1, v2]).status == 2)
         #expect(!FileManager.default.fileExists(atPath: out))
+        // An input as the output, by its name or through a symlink, even with --force: the input is kept.
+        let before = FileManager.default.contents(atPath: v1)
+        let overOld = hcpack(["delta", v1, v2, "-o", v1, "--force"])
+        #expect(overOld.status == 2 && overOld.stderr.contains("(OLD); write the delta to another file"), "\(overOld.stderr)")
+        try FileManager.default.createSymbolicLink(atPath: corpus.folder.url("link.zip"), withDestinationPath: v2)
+        let overNew = hcpack(["delta", v1, v2, "-o", corpus.folder.url("link.zip"), "--force"])
+        #expect(overNew.status == 2 && overNew.stderr.contains("(NEW)"), "\(overNew.stderr)")
+        let unchanged = FileManager.default.contents(atPath: v1) == before && before != nil
+        #expect(unchanged)
+        try FileManager.default.removeItem(atPath: corpus.folder.url("link.zip"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: corpus.folder.path).allSatisfy { !$0.hasPrefix(".") })
     }
 

@@ -81,4 +81,44 @@ struct TruncatedArchiveTests {
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: dest + "/.hcpack")) ?? []
         #expect(!leftovers.contains { $0.hasPrefix("staging-") }, "\(leftovers)")
     }
+
+    @Test("delta: exit 3, nothing at -o, and the next delta to that output removes the temporary folder left")
+    func delta() throws {
+        let folder = TemporaryFolder()
+        let archive = folder.url("big.zip")
+        writeValidPackage(in: folder, root: "old", files: [("big.bin", "small\n")])
+        folder.write(
+            "old/ContentInfo.plist",
+            plistXML("<key>IAPProductIdentifier</key><string>com.example.t</string><key>ContentVersion</key><string>0.9</string>\(filesXML(["big.bin"]))"))
+        let old = folder.url("old.zip")
+        #expect(hcpack(["build", folder.url("old"), "-o", old, "-q"]).status == 0)
+        let patch = folder.url("patch.zip")
+        let output = runTruncating([hcpackBinary(), "delta", old, archive, "-o", patch], archive: archive, in: folder)
+        // Cut while read (SIGBUS or a short pread), or before: delta first maps each archive briefly for its plist,
+        // and a cut seen then leaves a file that is no archive at all.
+        let cutWhileRead = output.hasPrefix("3 hcpack: error: an archive") && output.contains("was truncated while hcpack was reading it")
+        let cutBefore = output.hasPrefix("1 hcpack: error: ") && output.contains("(NEW) is not a valid package: [archive.")
+        #expect(cutWhileRead || cutBefore, "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: patch))
+        // SIGBUS leaves the temporary folder (a short pread beside the mapping fails the delta, which removes it);
+        // one is planted too, named after a process that has ended, as SIGBUS or SIGKILL leaves it.
+        func temporaries() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix(".patch.zip.hcpack-delta-") }
+        }
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        folder.makeFolder(".patch.zip.hcpack-delta-\(ended.processIdentifier)-abcdef/new/staging-x/Contents")
+        folder.write(".patch.zip.hcpack-delta-\(ended.processIdentifier)-abcdef/new/staging-x/Contents/a.bin", "left\n")
+        #expect(try !temporaries().isEmpty)
+        let rerun = run(hcpackBinary(), ["delta", old, archive, "-o", patch], in: folder.path)
+        #expect(rerun.status == 1, "\(rerun.output)")
+        #expect(try temporaries().isEmpty)
+        // A folder of a process that still runs is not touched.
+        let live = ".patch.zip.hcpack-delta-1-abcdef"
+        folder.makeFolder(live)
+        _ = run(hcpackBinary(), ["delta", old, archive, "-o", patch], in: folder.path)
+        #expect(try temporaries() == [live])
+    }
 }

@@ -73,9 +73,15 @@ public enum DeltaBuilder {
             throw HCPackError(.invalidRequest, "a delta is an archive: pass --format zip or tar.gz", path: options.output)
         }
         try Builder.refuseExisting(Builder.normalizedPath(options.output), force: options.force)
+        try refuseInputAsOutput(options)
         let parent = Builder.parentFolder(of: Builder.normalizedPath(options.output))
         let name = String(options.output.split(separator: "/").last ?? "delta")
-        let scratch = try FileSystem.makeTemporaryDirectory(template: parent + "/." + name + ".hcpack-delta-XXXXXX", for: options.output)
+        // Named after this process: a run that ended without removing it (SIGBUS: an input cut short while
+        // mapped; SIGKILL) leaves a folder the next delta to this output recognises as abandoned and removes.
+        let scratchPrefix = "." + name + ".hcpack-delta-"
+        removeAbandonedScratch(in: parent, prefix: scratchPrefix)
+        let scratch = try FileSystem.makeTemporaryDirectory(
+            template: parent + "/" + scratchPrefix + "\(FileSystem.processID)-XXXXXX", for: options.output)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         // Two archives as hcpack build writes them are read once each, only what the delta needs (DeltaReading.swift).
         let inputs = try readArchivesOnce(options, scratch: scratch)
@@ -150,6 +156,34 @@ public enum DeltaBuilder {
     }
 }
 
+extension DeltaBuilder {
+    /// Refuses an output that is OLD or NEW (by any name): with `--force` the delta would replace its input.
+    static func refuseInputAsOutput(_ options: DeltaOptions) throws(HCPackError) {
+        func identity(_ path: String) -> (UInt64, UInt64)? {
+            let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+            return (try? FileSystem.status(resolved)).flatMap { $0 }.map { ($0.device, $0.inode) }
+        }
+        guard let output = identity(options.output) else { return }
+        for (input, role) in [(options.old, "OLD"), (options.new, "NEW")] where identity(input).map({ $0 == output }) == true {
+            throw HCPackError(
+                .invalidRequest, "\(options.output) is \(input) (\(role)); write the delta to another file", path: options.output)
+        }
+    }
+
+    /// Removes the scratch folders `prefix` + PID + "-" + suffix in `parent` whose process no longer exists.
+    /// Best effort: a folder that cannot be removed is left for the next run.
+    static func removeAbandonedScratch(in parent: String, prefix: String) {
+        guard let items = try? FileSystem.listDirectory(parent), let folder = try? DirectoryHandle.open(parent) else { return }
+        for item in items where item.isUTF8 && item.name.hasPrefix(prefix) {
+            let rest = item.name.dropFirst(prefix.count)
+            guard let dash = rest.firstIndex(of: "-"), let pid = Int32(rest[..<dash]), pid != FileSystem.processID,
+                !FileSystem.processExists(pid), (try? folder.status(item.name))??.kind == .directory
+            else { continue }
+            try? folder.removeTree(item.name)
+        }
+    }
+}
+
 /// One side of a delta, read and verified.
 struct PackageSide {
     let path: String
@@ -177,9 +211,11 @@ struct PackageSide {
     /// The package at `path` as `report` found it.
     init(_ path: String, role: String, report: VerificationReport, isFolder: Bool, requireRecords: Bool = true) throws(HCPackError) {
         guard report.isValid() else {
+            let errors = report.problems.problems.filter { $0.severity == .error }
+            let first = errors.first.map { "[\($0.rule.rawValue)] \($0.path.isEmpty ? "" : $0.path + ": ")\($0.message)" } ?? ""
+            let more = errors.count > 1 ? " (and \(errors.count - 1) more error\(errors.count == 2 ? "" : "s"))" : ""
             throw HCPackError(
-                .invalidPackage,
-                "\(path) (\(role)) is not a valid package: \(report.problems.errorCount) errors; run hcpack verify on it",
+                .invalidPackage, "\(path) (\(role)) is not a valid package: \(first)\(more); run hcpack verify on it for the full report",
                 path: path)
         }
         guard let info = report.contentInfo, let identifier = info.productIdentifier, let version = info.version,
