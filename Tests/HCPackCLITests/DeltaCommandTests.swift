@@ -150,6 +150,30 @@ struct DeltaCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: corpus.folder.path).allSatisfy { !$0.hasPrefix(".") })
     }
 
+    @Test(
+        "A failed sync of the output's folder, after the rename, says the delta was written and how to write it again",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func folderSyncFails() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let out = corpus.folder.url("out.zip")
+        // The last fsync of a run is the output folder's: count them, then fail that one.
+        let counted = run("/usr/bin/env", ["strace", "-f", "-c", "-e", "trace=fsync", "-o", corpus.folder.url("count.txt"), hcpackBinary(), "delta", v1, v2, "-o", out])
+        #expect(counted.status == 0, "\(counted.output)")
+        let table = String(decoding: corpus.folder.read("count.txt") ?? [], as: UTF8.self)
+        let fsyncs = try #require(table.split(separator: "\n").first { $0.hasSuffix(" fsync") }.flatMap { line in
+            line.split(separator: " ").dropFirst(3).first.flatMap { Int($0) }
+        }, "\(table)")
+        try FileManager.default.removeItem(atPath: out)
+        let failed = run(
+            "/usr/bin/env",
+            ["strace", "-f", "-o", "/dev/null", "-e", "inject=fsync:error=EIO:when=\(fsyncs)", hcpackBinary(), "delta", v1, v2, "-o", out])
+        #expect(failed.status == 3, "\(failed.output)")
+        #expect(failed.output.contains("out.zip was written, but its folder could not be synced"), "\(failed.output)")
+        #expect(hcpack(["verify", out]).status == 0)
+        #expect(hcpack(["delta", v1, v2, "-o", out, "--force"]).status == 0)
+    }
+
     @Test("Install refuses a delta on an empty DEST, another version, an edited or deleted carried-over file; DEST untouched")
     func refusedInstalls() throws {
         let corpus = DeltaCorpus()

@@ -610,7 +610,15 @@ public enum Builder {
             }
         try commit(temporary, to: output, replacing: options.force)
         committed = true
-        try FileSystem.synchronizeFolder(parent)
+        do {
+            try FileSystem.synchronizeFolder(parent)
+        } catch {
+            // The output is complete and in place; only its name may not yet be on disk.
+            throw HCPackError(
+                error.code,
+                "\(output) was written, but its folder could not be synced (\(error.message)), so it may not survive a power loss; once the disk is healthy, run the command again with --force",
+                path: output)
+        }
 
         return BuildResult(
             output: output, format: plan.format, productIdentifier: plan.contentInfo?.productIdentifier ?? "",
