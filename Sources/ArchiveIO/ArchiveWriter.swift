@@ -245,7 +245,11 @@ public final class ArchiveWriter {
                 }
                 let box = outputBox
                 let crc32 = format == .zip && entry.kind == .file && entry.compression == .store ? entry.crc32 : nil
-                if crc32 != nil { box?.captured = [] }
+                if crc32 != nil {
+                    // The previous entry's descriptor goes out first, not into the captured header.
+                    try check(archive_write_finish_entry(archive), archive, "finishing the entry before '\(entry.path)'", as: .io)
+                    box?.captured = []
+                }
                 defer { box?.captured = nil }
                 try check(archive_write_header(archive, header), archive, "writing header of '\(entry.path)'", as: .io)
                 if let box, let crc32, let written = box.captured {
@@ -393,6 +397,10 @@ public final class ArchiveWriter {
     public func finish() throws(ArchiveError) {
         if undescribed != nil { try endEntry() }
         let box = undescribedEntries.isEmpty ? nil : outputBox
+        if box != nil {
+            // The last entry's descriptor goes out first, not into the captured directory.
+            try finishing("finishing an entry", archive_write_finish_entry)
+        }
         box?.captured = []
         defer { box?.captured = nil }
         let archive = try finishing("finishing the archive", archive_write_close)
