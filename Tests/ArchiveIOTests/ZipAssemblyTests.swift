@@ -159,6 +159,31 @@ struct UndescribedEntryTests {
         #expect(read == Fixture.contents)
     }
 
+    @Test("A zip64 header (sizes 0xFFFFFFFF) reserves libarchive's 24-byte descriptor; sizes other than the entry's are refused")
+    func zip64Header() throws {
+        func header(compressed: UInt32, uncompressed: UInt32) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 30) + Array("big.bin".utf8) + [0x01, 0x00, 0x10, 0x00] + [UInt8](repeating: 0, count: 16)
+            bytes.storeUInt32(ArchiveWriter.localSignature, at: 0)
+            bytes.storeUInt16(0x0808, at: 6)  // UTF-8 and descriptor
+            bytes.storeUInt32(compressed, at: 18)
+            bytes.storeUInt32(uncompressed, at: 22)
+            bytes.storeUInt16(7, at: 26)
+            bytes.storeUInt16(20, at: 28)
+            return bytes
+        }
+        let written = header(compressed: 0xFFFF_FFFF, uncompressed: 0xFFFF_FFFF)
+        let (bytes, length) = try ArchiveWriter.undescribedHeader(written, crc32: 0xDEAD_BEEF, size: 5 << 30, path: "big.bin")
+        #expect(length == 24 && bytes.count == written.count + 24)
+        #expect(bytes.uint16(6) == 0x0800 && bytes.uint32(14) == 0xDEAD_BEEF && bytes.uint16(28) == 44)
+        #expect(bytes.uint16(written.count) == ArchiveWriter.paddingID && bytes.uint16(written.count + 2) == 20)
+        #expect(throws: ArchiveError.self) {
+            try ArchiveWriter.undescribedHeader(header(compressed: 10, uncompressed: 11), crc32: 0, size: 10, path: "big.bin")
+        }
+        var deflated = written
+        deflated.storeUInt16(8, at: 8)
+        #expect(throws: ArchiveError.self) { try ArchiveWriter.undescribedHeader(deflated, crc32: 0, size: 5 << 30, path: "big.bin") }
+    }
+
     @Test("Data whose CRC-32 is not the one given fails the entry")
     func wrongCRC() throws {
         let writer = try ArchiveWriter(format: .zip) { (_: UnsafeRawBufferPointer) throws(ArchiveError) in }
