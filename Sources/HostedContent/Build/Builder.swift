@@ -86,7 +86,7 @@ public struct BuildPlan: Sendable {
     /// The files among `items`, to hash, each with its index in `items`.
     static func filesToHash(_ items: [Item]) -> [PackageScanner.PendingFile] {
         items.indices.filter { items[$0].kind == .file }.map {
-            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash)
+            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hashAndCRC)
         }
     }
 
@@ -223,7 +223,7 @@ public enum Builder {
                 checkedFiles += 1
                 checkedBytes += (try? FileSystem.status(source + "/" + path))??.size ?? 0
             }
-            return .hash
+            return .hashAndCRC
         }
 
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
