@@ -37,12 +37,16 @@ public struct ArchiveWriteEntry: Sendable {
     public var modificationTime: Int64
     /// Zip only; tar.gz compresses the whole stream.
     public var compression: EntryCompression
+    /// The data's CRC-32, known before the data: a stored zip entry then records it and its sizes in its local
+    /// header, without a data descriptor (`ArchiveWriter.begin`). Nil: libarchive's descriptor is kept.
+    public var crc32: UInt32?
 
     /// Describes one entry; `size` is required for files and must be 0 for directories.
     public init(
         path: String, kind: ArchiveEntryKind, size: Int64 = 0, permissions: UInt32, modificationTime: Int64,
-        compression: EntryCompression = .deflate
+        compression: EntryCompression = .deflate, crc32: UInt32? = nil
     ) {
+        self.crc32 = crc32
         self.path = path
         self.kind = kind
         self.size = size
@@ -85,9 +89,32 @@ public final class ArchiveWriter {
     private final class OutputBox {
         let output: Output
         var error: ArchiveError?
+        /// Non-nil: libarchive's bytes are kept here instead of going to `output` (a header, a data
+        /// descriptor or the central directory that the writer rewrites).
+        var captured: [UInt8]?
         init(_ output: @escaping Output) { self.output = output }
+
+        /// Sends bytes of the writer's own to the output, remembering its error as libarchive's callback does.
+        func send(_ bytes: [UInt8]) throws(ArchiveError) {
+            var failure: ArchiveError?
+            bytes.withUnsafeBytes { raw in
+                do throws(ArchiveError) { try output(raw) } catch { failure = error }
+            }
+            if let failure {
+                if error == nil { error = failure }
+                throw failure
+            }
+        }
     }
     private var outputBox: OutputBox?
+
+    /// The stored zip entry being written without a data descriptor: its CRC-32 as given, and the length of
+    /// the descriptor libarchive will write, which is dropped (`endEntry`).
+    private var undescribed: (path: String, crc32: UInt32, descriptorLength: Int)?
+    /// Positions, in entry order, of the entries written without a descriptor: their central records lose
+    /// bit 3 too (`finish`).
+    private var undescribedEntries: [Int] = []
+    private var entryCount = 0
 
     /// Starts an archive whose bytes go to `output` (`archive_write_open2`): the caller can hash and write them
     /// in one pass instead of reading the file back.
@@ -142,6 +169,10 @@ public final class ArchiveWriter {
                     { archive, context, buffer, length in
                         guard let context, let buffer else { return -1 }
                         let box = Unmanaged<OutputBox>.fromOpaque(context).takeUnretainedValue()
+                        if box.captured != nil {
+                            box.captured?.append(contentsOf: UnsafeRawBufferPointer(start: buffer, count: length))
+                            return length
+                        }
                         do throws(ArchiveError) {
                             try box.output(UnsafeRawBufferPointer(start: buffer, count: length))
                             return length
@@ -169,9 +200,16 @@ public final class ArchiveWriter {
     /// For zip, the entry's compression is chosen just before the header with
     /// `archive_write_zip_set_compression_store`/`_deflate` (the "compression" format option cannot be
     /// changed once the archive is open).
+    ///
+    /// A stored zip file given its `crc32`, written to an output callback, gets no data descriptor: libarchive
+    /// sets general-purpose bit 3 on every file and writes the CRC-32 after the data, and Java's
+    /// ZipInputStream (Android's usual reader) refuses bit 3 on a stored entry. Its local header gets the
+    /// CRC-32, bit 3 cleared, and a padding extra field as long as the descriptor, which is dropped; so
+    /// every offset libarchive counts stays true. `endEntry` checks the CRC-32 against libarchive's.
     /// - Throws: `.usage` for a kind other than `.file`/`.directory`, a bad path or size, or when the previous
     ///   file did not get all its bytes; `.io` when writing fails.
     public func begin(_ entry: ArchiveWriteEntry) throws(ArchiveError) {
+        if undescribed != nil { try endEntry() }
         let archive = try usable()
         if case .inFile(let path, let remaining) = state, remaining > 0 {
             throw ArchiveError(.usage, "entry '\(path)' is missing \(remaining) bytes of its declared size")
@@ -205,10 +243,89 @@ public final class ArchiveWriter {
                         : archive_write_zip_set_compression_deflate(archive)
                     try check(rc, archive, "choosing compression for '\(entry.path)'", as: .usage)
                 }
+                let box = outputBox
+                let crc32 = format == .zip && entry.kind == .file && entry.compression == .store ? entry.crc32 : nil
+                if crc32 != nil {
+                    // The previous entry's descriptor goes out first, not into the captured header.
+                    try check(archive_write_finish_entry(archive), archive, "finishing the entry before '\(entry.path)'", as: .io)
+                    box?.captured = []
+                }
+                defer { box?.captured = nil }
                 try check(archive_write_header(archive, header), archive, "writing header of '\(entry.path)'", as: .io)
+                if let box, let crc32, let written = box.captured {
+                    box.captured = nil
+                    let (local, descriptorLength) = try Self.undescribedHeader(written, crc32: crc32, size: entry.size, path: entry.path)
+                    try box.send(local)
+                    undescribed = (entry.path, crc32, descriptorLength)
+                    undescribedEntries.append(entryCount)
+                }
             }
         }
+        entryCount += 1
         state = entry.kind == .file ? .inFile(path: entry.path, remaining: entry.size) : .ready
+    }
+
+    static let localSignature: UInt32 = 0x0403_4b50
+    static let descriptorSignature: UInt32 = 0x0807_4b50
+    static let centralSignature: UInt32 = 0x0201_4b50
+    /// The padding extra field's ID ("hc"): zeros where libarchive's data descriptor was.
+    static let paddingID: UInt16 = 0x6368
+
+    /// A stored entry's local header as libarchive wrote it (bit 3, CRC-32 0, its sizes), made into one without
+    /// a data descriptor: the CRC-32 in place, bit 3 cleared, and a padding extra field as long as the
+    /// descriptor libarchive will write (24 bytes for a zip64 entry, 16 otherwise).
+    static func undescribedHeader(
+        _ header: [UInt8], crc32: UInt32, size: Int64, path: String
+    ) throws(ArchiveError) -> (bytes: [UInt8], descriptorLength: Int) {
+        func unexpected(_ what: String) -> ArchiveError {
+            ArchiveError(.io, "libarchive wrote the local header of '\(path)' \(what); this libarchive writes zips hcpack cannot rewrite")
+        }
+        guard header.count >= 30, header.uint32(0) == localSignature, header.uint16(8) == 0 else {
+            throw unexpected("in a shape not known")
+        }
+        let flags = header.uint16(6)
+        let extraLength = Int(header.uint16(28))
+        guard flags & 0x0008 != 0, header.count == 30 + Int(header.uint16(26)) + extraLength else {
+            throw unexpected("without a data descriptor, or with more than its name and extra fields")
+        }
+        let compressed = header.uint32(18)
+        let uncompressed = header.uint32(22)
+        let zip64 = compressed == 0xFFFF_FFFF && uncompressed == 0xFFFF_FFFF
+        guard zip64 || (Int64(compressed) == size && Int64(uncompressed) == size) else {
+            throw unexpected("with sizes other than the entry's")
+        }
+        let descriptorLength = zip64 ? 24 : 16
+        guard extraLength + descriptorLength <= 0xFFFF else { throw unexpected("with a full extra area") }
+        var bytes = header
+        bytes.storeUInt16(flags & ~0x0008, at: 6)
+        bytes.storeUInt32(crc32, at: 14)
+        bytes.storeUInt16(UInt16(extraLength + descriptorLength), at: 28)
+        bytes += [UInt8](repeating: 0, count: descriptorLength)
+        bytes.storeUInt16(paddingID, at: header.count)
+        bytes.storeUInt16(UInt16(descriptorLength - 4), at: header.count + 2)
+        return (bytes, descriptorLength)
+    }
+
+    /// Clears bit 3 in the central records at `positions` (ascending) of libarchive's central directory.
+    static func clearDescriptorFlags(_ trailer: inout [UInt8], at positions: [Int]) throws(ArchiveError) {
+        var at = 0
+        var position = 0
+        for wanted in positions {
+            while true {
+                guard trailer.count - at >= 46, trailer.uint32(at) == centralSignature else {
+                    throw ArchiveError(.io, "libarchive's central directory holds fewer records than entries; this libarchive writes zips hcpack cannot rewrite")
+                }
+                let length = 46 + Int(trailer.uint16(at + 28)) + Int(trailer.uint16(at + 30)) + Int(trailer.uint16(at + 32))
+                defer {
+                    at += length
+                    position += 1
+                }
+                if position == wanted {
+                    trailer.storeUInt16(trailer.uint16(at + 8) & ~0x0008, at: at + 8)
+                    break
+                }
+            }
+        }
     }
 
     /// Writes data for the current file entry (`archive_write_data`, repeated until every byte is taken).
@@ -242,15 +359,58 @@ public final class ArchiveWriter {
     /// Ends the current entry (`archive_write_finish_entry`): a zip entry's data descriptor is written now
     /// rather than by the next `begin` or `finish`.
     /// - Throws: `.usage` when the file did not get all its bytes; `.io` when writing fails.
+    /// For an entry written without a descriptor (see `begin`), the descriptor libarchive writes is dropped,
+    /// and its CRC-32 must be the one given.
+    /// - Throws: `.io` also when the data's CRC-32 is not the one given to `begin` (the source changed).
     public func endEntry() throws(ArchiveError) {
+        guard let pending = undescribed, let box = outputBox else {
+            try finishing("finishing an entry", archive_write_finish_entry)
+            state = .ready
+            return
+        }
+        undescribed = nil
+        box.captured = []
+        defer { box.captured = nil }
         try finishing("finishing an entry", archive_write_finish_entry)
+        let descriptor = box.captured ?? []
+        try failing { () throws(ArchiveError) in
+            guard descriptor.count == pending.descriptorLength, descriptor.uint32(0) == Self.descriptorSignature else {
+                throw ArchiveError(
+                    .io, "libarchive ended '\(pending.path)' with \(descriptor.count) bytes, not the \(pending.descriptorLength)-byte data descriptor expected; this libarchive writes zips hcpack cannot rewrite")
+            }
+            let crc32 = descriptor.uint32(4)
+            guard crc32 == pending.crc32 else {
+                throw ArchiveError(
+                    .io, "'\(pending.path)' was written with CRC-32 \(Self.hex(crc32)), not the \(Self.hex(pending.crc32)) it was read with: it changed while it was written")
+            }
+        }
         state = .ready
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 8 - digits.count) + digits
     }
 
     /// Finishes the archive (`archive_write_close`, then `archive_write_free`); nothing may be written afterwards.
     /// - Throws: `.usage` when the last file did not get all its bytes; `.io` when flushing fails.
     public func finish() throws(ArchiveError) {
+        if undescribed != nil { try endEntry() }
+        let box = undescribedEntries.isEmpty ? nil : outputBox
+        if box != nil {
+            // The last entry's descriptor goes out first, not into the captured directory.
+            try finishing("finishing an entry", archive_write_finish_entry)
+        }
+        box?.captured = []
+        defer { box?.captured = nil }
         let archive = try finishing("finishing the archive", archive_write_close)
+        if let box, var trailer = box.captured {
+            box.captured = nil
+            try failing { () throws(ArchiveError) in
+                try Self.clearDescriptorFlags(&trailer, at: undescribedEntries)
+                try box.send(trailer)
+            }
+        }
         archive_write_free(archive)
         self.archive = nil
         state = .finished

@@ -98,6 +98,28 @@ struct DeltaCommandTests {
         #expect(regularFiles(viaDelta)["levels/4.json"] == Data("{\"level\": 4}\n".utf8))
     }
 
+    @Test("Java's ZipInputStream unpacks a delta, its stored files and patches included, as unzip does")
+    func javaReadsDelta() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("l-1.0-1.1.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        // Not vacuous: the delta stores files, none with a data descriptor (bit 3), which Java refused.
+        let stored = python(
+            "import sys, zipfile\nfor i in zipfile.ZipFile(sys.argv[1]).infolist():\n    if i.compress_type == 0 and not i.is_dir(): print(i.flag_bits & 8)",
+            arguments: [patch], in: corpus.folder.path)
+        let flags = stored.output.split(separator: "\n")
+        #expect(stored.status == 0 && !flags.isEmpty && flags.allSatisfy { $0 == "0" }, "\(stored.output)")
+        for reader in [ZipReader.unzip, .java] {
+            corpus.folder.makeFolder(reader.rawValue)
+            let (ok, output) = reader.extract(patch, into: corpus.folder.url(reader.rawValue))
+            #expect(ok, "\(reader): \(output)")
+        }
+        let unzipped = filesUnder(corpus.folder.url("unzip"))
+        #expect(unzipped.keys.contains("Contents/levels/1.json"))
+        #expect(filesUnder(corpus.folder.url("java")) == unzipped)
+    }
+
     @Test("Two runs give the same bytes, from archives or folders, zip or tar.gz")
     func reproducible() throws {
         let corpus = DeltaCorpus()

@@ -24,9 +24,11 @@ func filesUnder(_ root: String) -> [String: [UInt8]] {
 }
 
 /// The zip readers compared with `hcpack install`: what apps use (minizip, which SSZipArchive descends from)
-/// and the reference readers (Info-ZIP unzip, Python's zipfile, and Go's archive/zip).
+/// and the reference readers (Info-ZIP unzip, Python's zipfile, and Go's archive/zip), and Java's
+/// ZipInputStream (Android apps' streaming reader), which refuses what other tools write (a stored entry with
+/// a data descriptor), so it is compared on what hcpack writes.
 enum ZipReader: String, CaseIterable, Sendable {
-    case unzip, zipfile, miniunzip, go
+    case unzip, zipfile, miniunzip, go, java
 
     /// The readers every machine that ran `make deps` has; Go's is compared in tests of its own, which a run
     /// without Go reports as skipped (Requirement.go).
@@ -47,16 +49,62 @@ enum ZipReader: String, CaseIterable, Sendable {
             case .success(let extractor): result = run(extractor, [archive, folder])
             case .failure(let failure): result = (127, failure.output)
             }
+        case .java:
+            switch Self.javaExtractor {
+            case .success(let classes):
+                result = run("env", ["LC_ALL=C.UTF-8", "java", "-cp", classes, "StreamExtract", archive, folder])
+            case .failure(let failure): result = (127, failure.output)
+            }
         }
         return (result.status == 0, result.output)
     }
 
-    /// Why the Go extractor could not be built.
-    struct GoBuildFailure: Error { let output: String }
+    /// `StreamExtract ARCHIVE FOLDER`: every entry as java.util.zip.ZipInputStream reads it, front to back from
+    /// the local headers, as an Android app unpacks a download; compiled once into a fixed folder (make deps
+    /// installs the JDK), or why javac failed.
+    static let javaExtractor: Result<String, ExtractorBuildFailure> = {
+        let folder = NSTemporaryDirectory() + "/hcpack-javaextract-v1-\(getuid())"
+        if FileManager.default.fileExists(atPath: folder + "/classes/StreamExtract.class") { return .success(folder + "/classes") }
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let source = """
+            import java.io.*;
+            import java.nio.file.*;
+            import java.util.zip.*;
+
+            public class StreamExtract {
+                public static void main(String[] args) throws IOException {
+                    Path root = Paths.get(args[1]).toAbsolutePath().normalize();
+                    try (ZipInputStream in = new ZipInputStream(new BufferedInputStream(new FileInputStream(args[0])))) {
+                        ZipEntry entry;
+                        while ((entry = in.getNextEntry()) != null) {
+                            Path target = root.resolve(entry.getName()).normalize();
+                            if (!target.startsWith(root)) throw new IOException("outside the folder: " + entry.getName());
+                            if (entry.isDirectory()) { Files.createDirectories(target); continue; }
+                            Files.createDirectories(target.getParent());
+                            Files.copy(in, target, StandardCopyOption.REPLACE_EXISTING);
+                        }
+                    }
+                }
+            }
+
+            """
+        FileManager.default.createFile(atPath: folder + "/StreamExtract.java", contents: Data(source.utf8))
+        // Compiled into a new folder and renamed, so a concurrent run never loads a half-written class.
+        let building = "classes-\(getpid())"
+        let built = run("javac", ["-d", building, "StreamExtract.java"], in: folder)
+        guard built.status == 0 else { return .failure(ExtractorBuildFailure(output: "javac failed: \(built.output)")) }
+        if rename(folder + "/" + building, folder + "/classes") != 0 {
+            try? FileManager.default.removeItem(atPath: folder + "/" + building)
+        }
+        return .success(folder + "/classes")
+    }()
+
+    /// Why an extractor (Go's, Java's) could not be built.
+    struct ExtractorBuildFailure: Error { let output: String }
 
     /// A small extractor built once with Go's archive/zip (every file by its name, as Go reads it), or why
     /// `go build` failed: a failure is reported by every extraction, never a reader silently dropped.
-    static let goExtractor: Result<String, GoBuildFailure> = {
+    static let goExtractor: Result<String, ExtractorBuildFailure> = {
         // One fixed folder, reused by later runs (the source is fixed too), so no run leaves a folder behind.
         let folder = NSTemporaryDirectory() + "/hcpack-goextract-v1-\(getuid())"
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
@@ -105,8 +153,8 @@ enum ZipReader: String, CaseIterable, Sendable {
         // Built into a new name and renamed, so a concurrent run never executes a half-written binary.
         let building = binary + "-\(getpid())"
         let built = run("go", ["build", "-o", building, "main.go"], in: folder)
-        guard built.status == 0 else { return .failure(GoBuildFailure(output: "go build failed: \(built.output)")) }
-        guard rename(building, binary) == 0 else { return .failure(GoBuildFailure(output: "rename to \(binary) failed")) }
+        guard built.status == 0 else { return .failure(ExtractorBuildFailure(output: "go build failed: \(built.output)")) }
+        guard rename(building, binary) == 0 else { return .failure(ExtractorBuildFailure(output: "rename to \(binary) failed")) }
         return .success(binary)
     }()
 }
@@ -208,12 +256,13 @@ struct ZipInteropTests {
     }
 
     @Test(
-        "Packages hcpack build makes unpack the same in unzip, zipfile and miniunzip as with hcpack install",
+        "Packages hcpack build makes unpack the same in unzip, zipfile, miniunzip and Java's ZipInputStream as with hcpack install",
         arguments: interopBuilds.map(\.name))
     func builtPackages(_ name: String) throws {
         let folder = TemporaryFolder()
         let archive = try Self.builtPackage(name, in: folder)
-        let (disagreements, placed) = readerDisagreements(archive, in: folder)
+        // Java's ZipInputStream refused every stored entry while hcpack gave them data descriptors (bit 3).
+        let (disagreements, placed) = readerDisagreements(archive, in: folder, readers: ZipReader.withoutGo + [.java])
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
         // Not vacuous: install placed every source file (but the excluded ones).
         #expect(placed == (name == "exclude" ? 7 : 9))

@@ -224,6 +224,42 @@ struct ZipRulesTests {
     }
 }
 
+@Suite("zip.stored-descriptor: stored entries that Java's ZipInputStream refuses")
+struct StoredDescriptorTests {
+    @Test("bsdtar's stored zip is approved with one warning naming its first such entry; Java refuses it, hcpack build's version of it reads")
+    func warnsOnOtherToolsZip() throws {
+        let folder = TemporaryFolder()
+        writeValidPackage(in: folder, root: "pkg")
+        let made = run(
+            "env", ["LC_ALL=C.UTF-8", "bsdtar", "--format", "zip", "--options", "zip:compression=store", "-cf", folder.url("b.zip"), "ContentInfo.plist",
+                "Contents"],
+            in: folder.url("pkg"))
+        try #require(made.status == 0, "\(made.output)")
+        let verified = hcpack(["verify", folder.url("b.zip")])
+        #expect(verified.status == 0, "\(verified.stdout)")
+        let warnings = verified.stdout.split(separator: "\n").filter { $0.contains("[zip.stored-descriptor]") }
+        #expect(warnings.count == 1, "\(verified.stdout)")
+        #expect(
+            warnings.first.map { $0.contains("warning:") && $0.contains("ContentInfo.plist") && $0.contains("other entries") } == true,
+            "\(verified.stdout)")
+        #expect(verified.stdout.contains("ZipInputStream") && verified.stdout.contains("hcpack build"))
+        #expect(hcpack(["verify", folder.url("b.zip"), "--strict"]).status == 1, "--strict makes the warning count")
+        folder.makeFolder("dest")
+        #expect(hcpack(["install", folder.url("b.zip"), "--dest", folder.url("dest")]).status == 0)
+        // A real reader disagrees: Java's ZipInputStream stops at the first stored entry.
+        folder.makeFolder("java")
+        let java = ZipReader.java.extract(folder.url("b.zip"), into: folder.url("java"))
+        #expect(!java.ok && java.output.contains("only DEFLATED entries can have EXT descriptor"), "\(java.output)")
+        // Rebuilt with hcpack build, stored: no warning, and Java reads it.
+        let built = hcpack(["build", folder.url("pkg"), "-o", folder.url("h.zip"), "--compression", "store"])
+        try #require(built.status == 0, "\(built.stdout)\(built.stderr)")
+        #expect(hcpack(["verify", folder.url("h.zip"), "--strict"]).status == 0)
+        folder.makeFolder("java-h")
+        let rebuilt = ZipReader.java.extract(folder.url("h.zip"), into: folder.url("java-h"))
+        #expect(rebuilt.ok, "\(rebuilt.output)")
+    }
+}
+
 @Suite("One verdict: install refuses exactly what verify reports invalid")
 struct OneVerdictTests {
     /// Shapes that verify once only warned about while install refused them.

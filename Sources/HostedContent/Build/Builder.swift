@@ -27,6 +27,8 @@ public struct BuildPlan: Sendable {
         var sha256: [UInt8]
         /// The source file's stamp when it was hashed (files only).
         var stamp: FileStamp? = nil
+        /// The data's CRC-32, read with `sha256`: a stored zip entry needs it before its data.
+        var crc32: UInt32? = nil
     }
 
     /// The source folder, without trailing slashes.
@@ -84,27 +86,29 @@ public struct BuildPlan: Sendable {
     /// The files among `items`, to hash, each with its index in `items`.
     static func filesToHash(_ items: [Item]) -> [PackageScanner.PendingFile] {
         items.indices.filter { items[$0].kind == .file }.map {
-            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hash)
+            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hashAndCRC)
         }
     }
 
     /// Waits for the sources' digests, checks each file was hashed as planned (the stamp the copy checks
-    /// too), and returns `plistBytes` with them filled in, as a `FilledReservation`.
-    func filledPlist(from hashing: SourceHashing) throws(HCPackError) -> FilledReservation {
+    /// too), and returns `plistBytes` with them filled in, as a `FilledReservation`, and each item's CRC-32.
+    func filledPlist(from hashing: SourceHashing) throws(HCPackError) -> (plist: FilledReservation, crc32: [UInt32?]) {
         let files = sourceFiles
         let facts = try hashing.results()
         guard facts.count == files.count else { throw Builder.changedError(source) }  // not reached: a cancelled run
         var factOfItem = [Int](repeating: -1, count: items.count)
+        var crc32 = [UInt32?](repeating: nil, count: items.count)
         for (position, (file, fact)) in zip(files, facts).enumerated() {
             guard fact.sha256?.count == 32, fact.stamp != nil, fact.stamp == items[file.index].stamp else {
                 throw Builder.changedError(source + "/" + file.path)
             }
             factOfItem[file.index] = position
+            crc32[file.index] = fact.crc32
         }
         var digests: [UInt8] = []
         digests.reserveCapacity(32 * pendingDigests.count)
         for pending in pendingDigests { digests += facts[factOfItem[pending.item]].sha256 ?? [] }
-        return FilledReservation(reserved: plistBytes, slots: pendingDigests.map(\.offset), digests: digests)
+        return (FilledReservation(reserved: plistBytes, slots: pendingDigests.map(\.offset), digests: digests), crc32)
     }
 
     /// True when the zip is sure to need no zip64 directory (`ZipCentralDirectory.fits`), counting each
@@ -219,7 +223,7 @@ public enum Builder {
                 checkedFiles += 1
                 checkedBytes += (try? FileSystem.status(source + "/" + path))??.size ?? 0
             }
-            return .hash
+            return .hashAndCRC
         }
 
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
@@ -258,7 +262,7 @@ public enum Builder {
                     BuildPlan.Item(
                         path: packagePath, kind: .file, sourceRelative: sourceRelative, size: entry.size,
                         sha256: entry.sha256 ?? [],
-                        stamp: entry.stamp))
+                        stamp: entry.stamp, crc32: entry.crc32))
             case .directory:
                 entry.permissions = 0o755
                 items.append(
@@ -411,6 +415,7 @@ public enum Builder {
         let files = BuildPlan.filesToHash(items)
         for (file, facts) in zip(files, try PackageScanner.readAll(files, root: source)) {
             items[file.index].sha256 = facts.sha256 ?? []
+            items[file.index].crc32 = facts.crc32
             items[file.index].size = facts.size
             items[file.index].stamp = facts.stamp
         }
@@ -557,10 +562,20 @@ public enum Builder {
         defer { reader.cancel() }
         // Pending digests: the plist is written once all are known, whole and first, so the archive is hashed
         // as it is written; reserving it and hashing the archive afterwards left a serial tail (issue 16).
-        let finalPlist = try sourceHashing.map { (hashing) throws(HCPackError) in try plan.filledPlist(from: hashing) }
+        let filled = try sourceHashing.map { (hashing) throws(HCPackError) in try plan.filledPlist(from: hashing) }
+        let finalPlist = filled?.plist
+        var plistCRC: UInt32 = 0
+        if let finalPlist {
+            for start in stride(from: 0, to: plan.plistBytes.count, by: FilledReservation.windowSize) {
+                let end = min(start + FilledReservation.windowSize, plan.plistBytes.count)
+                plistCRC = CRC32.update(plistCRC, with: finalPlist.bytes(start..<end))
+            }
+        } else {
+            plistCRC = CRC32.checksum(plan.plistBytes)
+        }
         try sink.addFile(
             ContentInfo.fileName, size: Int64(plan.plistBytes.count),
-            compression: options.compression.choose(head: plan.plistBytes))
+            compression: options.compression.choose(head: plan.plistBytes), crc32: plistCRC)
         if let finalPlist {
             for start in stride(from: 0, to: plan.plistBytes.count, by: FilledReservation.windowSize) {
                 let window = finalPlist.bytes(start..<min(start + FilledReservation.windowSize, plan.plistBytes.count))
@@ -583,7 +598,7 @@ public enum Builder {
                 tracker.advance(bytes: item.size)
                 tracker.finishFile()
             } else {
-                try copy(item, from: reader, into: sink, tracker: &tracker)
+                try copy(item, crc32: filled?.crc32[index] ?? item.crc32, from: reader, into: sink, tracker: &tracker)
             }
         }
         if let prepared, let archive = sink as? ArchiveSink { archive.placeRuns(try prepared.centralRecords()) }
@@ -632,9 +647,9 @@ public enum Builder {
     /// hashed, rather than hashing a second time: any write changes the change time, and a second SHA-256
     /// pass was a third of the build's CPU.
     private static func copy(
-        _ item: BuildPlan.Item, from reader: SourceReader, into sink: PackageSink, tracker: inout ProgressTracker
+        _ item: BuildPlan.Item, crc32: UInt32?, from reader: SourceReader, into sink: PackageSink, tracker: inout ProgressTracker
     ) throws(HCPackError) {
-        try sink.addFile(item.path, size: item.size, compression: try reader.beginFile())
+        try sink.addFile(item.path, size: item.size, compression: try reader.beginFile(), crc32: crc32)
         while let chunk = try reader.nextChunk() {
             try sink.write(chunk)
             tracker.advance(bytes: Int64(chunk.count))

@@ -5,8 +5,9 @@ import Digest
 /// Where `Builder` writes a package: an archive or a folder. Entries arrive in archive order.
 protocol PackageSink: AnyObject {
     func addFolder(_ path: String) throws(HCPackError)
-    /// Starts a file of exactly `size` bytes; its data follows through `write`, then `endFile`.
-    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError)
+    /// Starts a file of exactly `size` bytes; its data follows through `write`, then `endFile`. `crc32`, the
+    /// data's when known: a stored zip entry then needs no data descriptor (`ArchiveWriter.begin`).
+    func addFile(_ path: String, size: Int64, compression: EntryCompression, crc32: UInt32?) throws(HCPackError)
     func write(_ bytes: UnsafeRawBufferPointer) throws(HCPackError)
     func endFile() throws(HCPackError)
     /// Runs `action` once the bytes given to `write` so far are out of their buffers (at once, or later on
@@ -100,11 +101,11 @@ final class ArchiveSink: PackageSink {
 
     /// A file's header as every build writes it.
     static func fileEntry(
-        _ path: String, size: Int64, compression: EntryCompression, modificationTime: Int64
+        _ path: String, size: Int64, compression: EntryCompression, modificationTime: Int64, crc32: UInt32?
     ) -> ArchiveWriteEntry {
         ArchiveWriteEntry(
             path: path, kind: .file, size: size, permissions: 0o644, modificationTime: modificationTime,
-            compression: compression)
+            compression: compression, crc32: crc32)
     }
 
     /// Hands archive bytes to the output, lent when they lie in the bytes `write` was given; fails libarchive
@@ -147,8 +148,8 @@ final class ArchiveSink: PackageSink {
         try endFile()
     }
 
-    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
-        try begin(Self.fileEntry(path, size: size, compression: compression, modificationTime: modificationTime))
+    func addFile(_ path: String, size: Int64, compression: EntryCompression, crc32: UInt32?) throws(HCPackError) {
+        try begin(Self.fileEntry(path, size: size, compression: compression, modificationTime: modificationTime, crc32: crc32))
     }
 
     private func begin(_ entry: ArchiveWriteEntry) throws(HCPackError) {
@@ -263,7 +264,7 @@ final class FolderSink: PackageSink {
         folders.append(full)
     }
 
-    func addFile(_ path: String, size: Int64, compression: EntryCompression) throws(HCPackError) {
+    func addFile(_ path: String, size: Int64, compression: EntryCompression, crc32: UInt32?) throws(HCPackError) {
         let full = root + "/" + path
         let file = try FileSystem.createFile(full)
         current = file

@@ -180,11 +180,13 @@ final class PreparedEntries: @unchecked Sendable {
         let head = UnsafeRawBufferPointer(rebasing: data[..<min(count, CompressionPolicy.sampleLength)])
         var local: [UInt8] = []
         local.reserveCapacity(count + 256 + item.path.utf8.count)
+        let chosen = compression.choose(head: head)
+        // A stored entry records its CRC-32 before its data: no data descriptor (`ArchiveWriter.begin`).
+        let crc32 = chosen == .store ? CRC32.update(0, with: UnsafeRawBufferPointer(rebasing: data[..<count])) : nil
         do throws(ArchiveError) {
             try run.begin(
                 ArchiveSink.fileEntry(
-                    item.path, size: item.size, compression: compression.choose(head: head),
-                    modificationTime: modificationTime)
+                    item.path, size: item.size, compression: chosen, modificationTime: modificationTime, crc32: crc32)
             ) { (bytes: UnsafeRawBufferPointer) throws(ArchiveError) in local.append(contentsOf: bytes) }
             try run.write(UnsafeRawBufferPointer(data))
             try run.end()

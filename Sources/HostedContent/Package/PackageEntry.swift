@@ -56,6 +56,9 @@ public struct PackageEntry: Sendable, Equatable {
     public var executable: ExecutableKind?
     /// SHA-256 of the data, when it was computed.
     public var sha256: [UInt8]?
+    /// CRC-32 of the data, computed with `sha256` from a folder: a build's stored zip entry records it before
+    /// its data (`ArchiveWriteEntry.crc32`).
+    var crc32: UInt32?
     /// The first bytes (up to `headLength`) of a file in a delta's patches folder, whose zstd frame header
     /// verify checks (FilePatch.swift); nil for every other entry.
     public var head: [UInt8]?

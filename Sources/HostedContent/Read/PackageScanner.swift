@@ -69,6 +69,8 @@ public enum PackageScanner {
         case headAndStamp
         /// Everything: the SHA-256, and the stamp when the file held still while it was read.
         case hash
+        /// Everything, and the CRC-32, which a build's stored zip entry records before its data.
+        case hashAndCRC
     }
 
     static func scanFolder(
@@ -122,6 +124,7 @@ public enum PackageScanner {
             entries[file.index].patchFrame = result.patchFrame
             if let digest = result.sha256 {
                 entries[file.index].sha256 = digest
+                entries[file.index].crc32 = result.crc32
                 entries[file.index].size = result.size
                 entries[file.index].stamp = result.stamp
             } else if let stamp = result.stamp {
@@ -157,6 +160,8 @@ public enum PackageScanner {
         /// Whether a file that may be a patch is exactly one zstd frame (read whole only).
         var patchFrame: FrameExtent.Verdict?
         var sha256: [UInt8]?
+        /// With `sha256`.
+        var crc32: UInt32?
         var size: Int64 = 0
         var stamp: FileStamp?
     }
@@ -192,7 +197,7 @@ public enum PackageScanner {
     /// Reads a file once: its first bytes tell executables apart, and its SHA-256 is computed when asked.
     private static func read(_ path: String, _ reading: FileReading, keepsHead: Bool) throws(HCPackError) -> FileFacts {
         let file = try OpenFile(reading: path)
-        if reading != .hash {
+        if reading == .head || reading == .headAndStamp {
             let stamp = reading == .headAndStamp ? try file.stamp() : nil
             var head = [UInt8](repeating: 0, count: PackageEntry.headLength)
             let count = try Descriptor.read(file.descriptor, into: &head, path: path)
@@ -204,17 +209,21 @@ public enum PackageScanner {
         var head: [UInt8] = []
         var total: Int64 = 0
         var frame = FrameExtent()
+        let withCRC = reading == .hashAndCRC
+        var crc32: UInt32 = 0
         try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
             if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
             if keepsHead { frame.feed(chunk) }
             hasher.update(chunk)
+            if withCRC { crc32 = CRC32.update(crc32, with: chunk) }
             total += Int64(chunk.count)
         }
         // Written to while we read: no stamp, so a build refuses to trust the digest.
         let settled = try file.stamp() == stamp && stamp.size == total
         return FileFacts(
             executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil,
-            patchFrame: keepsHead ? frame.verdict : nil, sha256: hasher.finalize(), size: total, stamp: settled ? stamp : nil)
+            patchFrame: keepsHead ? frame.verdict : nil, sha256: hasher.finalize(), crc32: withCRC ? crc32 : nil, size: total,
+            stamp: settled ? stamp : nil)
     }
 
     // MARK: Archives

@@ -126,6 +126,9 @@ enum ZipStructureCheck {
         var problems = ProblemList()
         /// Each entry's bytes in the file, and its position in the central directory.
         var spans: [(range: Range<UInt64>, index: Int)] = []
+        /// Entries not deflated whose local header sets bit 3 (`Rule.zipStoredDescriptor`): the first one's name and
+        /// how many; one warning, not one a file.
+        var storedDescriptors: (first: String?, count: Int) = (nil, 0)
         /// Names (without a leading "./" or a trailing "/") for the duplicate check, and the printable names.
         var names = NameIndex()
         /// Whether `recorded` is kept (for `compare`).
@@ -164,6 +167,11 @@ enum ZipStructureCheck {
             checkMethodAndEncryption(entry, local: local, name: name)
             checkLocalHeader(entry, local: local, name: name)
             checkSixtyFour(entry, local: local, name: name)
+            // Java's ZipInputStream reads the local header's flags: bit 3 on any method but deflate is refused.
+            if local.method != 8 && local.hasDataDescriptor {
+                if storedDescriptors.count == 0 { storedDescriptors.first = name }
+                storedDescriptors.count += 1
+            }
         }
 
         /// The data as read against the records. libarchive's zip reader reads entries in the order of their
@@ -383,6 +391,13 @@ enum ZipStructureCheck {
 
         /// The checks across entries and of the end records.
         mutating func finish(_ directory: ZipDirectory) {
+            if let first = storedDescriptors.first {
+                let others = storedDescriptors.count > 1 ? " (and \(storedDescriptors.count - 1) other entries)" : ""
+                problems.add(
+                    .zipStoredDescriptor, path: first,
+                    "stored with its CRC-32 and sizes in a data descriptor (general-purpose bit 3)\(others): Java's ZipInputStream, which Android apps use to unpack downloads, refuses it ('only DEFLATED entries can have EXT descriptor'); unzip, Python's zipfile, Go and minizip read it. To serve such apps, \(ZipStructureCheck.rebuild), which writes no descriptor for stored entries"
+                )
+            }
             for defect in directory.defects {
                 if defect == directory.limitDefect {  // a limit reached is not damage (docs/install.md)
                     problems.add(.limitExceeded, path: "", "\(defect); the archive was not read further")
