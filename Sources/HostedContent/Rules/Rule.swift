@@ -69,6 +69,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case zipAppleDouble = "zip.apple-double"
     case zipSixtyFourMismatch = "zip.zip64-mismatch"
     case zipEntryTypeMismatch = "zip.entry-type-mismatch"
+    case zipGap = "zip.gap"
 
     // Recorded sizes and digests (the HCPackIntegrity key).
     case integrityMalformed = "integrity.malformed"
@@ -102,7 +103,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     public var severity: Severity {
         switch self {
         case .strayEntry, .filesKeyMissing, .filesUnlisted, .symlink, .hardlink, .script, .junk,
-            .unsafePermissions, .integrityStrayRecord, .budgetNearLimit:
+            .unsafePermissions, .integrityStrayRecord, .budgetNearLimit, .zipGap:
             .warning
         default:
             .error
@@ -172,6 +173,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .zipAppleDouble: "A macOS AppleDouble entry (__MACOSX/ or ._*) under Contents/ in a zip, which zip readers other than macOS's unpack as files."
         case .zipSixtyFourMismatch: "A zip64 record that lacks a value, or whose values disagree with the 32-bit fields or the other records."
         case .zipEntryTypeMismatch: "A zip entry whose attributes say folder but whose name does not end with '/', or a folder entry with data (an empty deflate stream is fine)."
+        case .zipGap: "Bytes before the first zip entry or between two that no central directory record covers: Java's ZipInputStream stops there."
         case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
         case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."
