@@ -113,6 +113,14 @@ let zipRuleCases: [ZipRuleCase] = {
         ZipRuleCase("a local entry hidden after the last entry", "zip.overlapping-entries", hiddenAfterLast),
         ZipRuleCase("a local entry hidden past 64 KiB of padding", "zip.overlapping-entries", hiddenInJunk),
         ZipRuleCase(
+            "a local entry before the first, offsets moved (zipfile appending to a file)", "zip.overlapping-entries",
+            python: """
+                import zlib
+                data = b'{"evil": 1}'; n = b'Contents/a.json'
+                open(out, 'wb').write(struct.pack('<IHHHHHIIIHH', 0x04034b50, 20, 0, 0, 0, 0x21, zlib.crc32(data), len(data), len(data), len(n), 0) + n + data)
+                z = zipfile.ZipFile(out, 'a'); base(z); z.close()
+                """),
+        ZipRuleCase(
             "central and local names differ (Master Key)", "zip.header-mismatch",
             .package([entry("Contents/../xt") { $0.localName = Array("Contents/b.json".utf8) }])),
         ZipRuleCase(
