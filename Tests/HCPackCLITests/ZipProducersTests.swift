@@ -466,6 +466,7 @@ struct ZipProducersTests {
         }
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(!verified.stdout.contains("error:"), "\(verified.stdout)")
+        #expect(!verified.stdout.contains("[zip.gap]"), "no producer leaves bytes between entries: \(verified.stdout)")
         #expect(installed.status == 0, "\(installed.stdout)\(installed.stderr)")
         var placed = filesUnder(folder.url("dest")).filter { !$0.key.hasPrefix(".hcpack/") }
         #expect(placed.removeValue(forKey: "mine.txt") != nil)
