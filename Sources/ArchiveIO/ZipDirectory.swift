@@ -613,9 +613,9 @@ public struct ZipDirectory: Sendable {
     static let descriptorSignature: UInt32 = 0x0807_4b50
 
     /// Reads the data descriptor right after the entry's data (the central record's compressed size long):
-    /// with a signature when its first 4 bytes are one (as Go's archive/zip and libarchive decide), with 8-byte
-    /// sizes when the local header has a zip64 field (APPNOTE 4.3.9.2; Python's zipfile and libarchive write
-    /// and read it so) or when the central sizes need 64 bits (Go's writer, which puts no zip64 field locally).
+    /// with a signature when its first 4 bytes are one (as Go's archive/zip decides), with 8-byte sizes when
+    /// the local header has a zip64 field (APPNOTE 4.3.9.2; Python's zipfile and libarchive write and read it
+    /// so) or when the central sizes need 64 bits (Go's and Java's writers, which put no zip64 field locally).
     private static func readDescriptor(_ input: ZipInput, into entry: inout ZipEntryFacts) throws {
         guard let local = entry.local else { return }
         let start = local.dataOffset + entry.compressedSize  // fits: the span check ran first
