@@ -120,6 +120,9 @@ public struct ZipEntryFacts: Sendable {
     public var local: ZipLocalHeader?
     /// Why `local` is nil.
     public var localHeaderDefect: String?
+    /// The data descriptor after the data, when the central record or the local header sets bit 3 and one
+    /// could be read there (`localHeaderDefect` says when it could not).
+    public var descriptor: ZipDataDescriptor?
 
     /// The name is declared UTF-8 (general-purpose bit 11).
     public var isUTF8: Bool { flags & 0x0800 != 0 }
@@ -134,11 +137,12 @@ public struct ZipEntryFacts: Sendable {
         return mode == 0 ? nil : mode
     }
 
-    /// The bytes the entry occupies: its local header, name, extra, data and the smallest data descriptor
-    /// it can have; nil without a local header. Two entries whose spans meet share bytes.
+    /// The bytes the entry occupies: its local header, name, extra, data and data descriptor (the one read,
+    /// or the smallest one it can have); nil without a local header. Two entries whose spans meet share bytes.
     public var span: Range<UInt64>? {
         guard let local else { return nil }
-        let descriptor: UInt64 = hasDataDescriptor || local.hasDataDescriptor ? 12 : 0
+        let descriptor: UInt64 =
+            hasDataDescriptor || local.hasDataDescriptor ? UInt64(self.descriptor?.byteCount ?? ZipDataDescriptor.smallest) : 0
         let (dataEnd, overflow) = local.dataOffset.addingReportingOverflow(compressedSize)
         let (end, overflowAgain) = dataEnd.addingReportingOverflow(descriptor)
         guard !overflow, !overflowAgain, end >= localHeaderOffset else { return nil }
@@ -165,6 +169,34 @@ public struct ZipLocalHeader: Sendable {
 
     /// Sizes and CRC-32 follow the data (bit 3): the header's own are then not meaningful.
     public var hasDataDescriptor: Bool { flags & 0x0008 != 0 }
+}
+
+/// The data descriptor that follows an entry's data when general-purpose bit 3 is set (APPNOTE 4.3.9): an
+/// optional signature (0x08074b50), the CRC-32, then the compressed and uncompressed sizes, 8 bytes each when
+/// the local header has a zip64 field (or the sizes need 64 bits), 4 otherwise.
+public struct ZipDataDescriptor: Sendable, Equatable {
+    /// The fewest bytes a descriptor takes: no signature, 4-byte sizes.
+    public static let smallest = 12
+    /// Where it starts: right after the data, whose length the central record gives.
+    public var offset: UInt64
+    /// It starts with the signature, as Go's archive/zip decides (the first 4 bytes are 0x08074b50).
+    public var hasSignature: Bool
+    /// Its sizes are 8 bytes each.
+    public var isSixtyFour: Bool
+    public var crc32: UInt32
+    public var compressedSize: UInt64
+    public var uncompressedSize: UInt64
+    /// Its length: 12, 16, 20 or 24 bytes.
+    public var byteCount: Int { (hasSignature ? 4 : 0) + 4 + (isSixtyFour ? 16 : 8) }
+}
+
+/// Bytes before the central directory that no entry covers. Streaming readers (libarchive on a pipe) search
+/// such bytes for the next local header signature and unpack what they find there; Java's ZipInputStream
+/// stops at the first bytes that are not a local header.
+public struct ZipGap: Sendable, Equatable {
+    public var range: Range<UInt64>
+    /// Where the first local header signature (the bytes "PK", 3, 4) in the gap starts; nil when there is none.
+    public var localHeaderOffset: UInt64?
 }
 
 /// The end of central directory record (APPNOTE 4.3.16).
@@ -247,6 +279,9 @@ public struct ZipDirectory: Sendable {
     /// The defect that is a limit of `ZipDirectoryLimits` reached (also in `defects`), not damage: the
     /// archive may be sound, but larger than this reader was allowed to read.
     public var limitDefect: String?
+    /// The stretches before the central directory that no entry's bytes cover (before the first entry, between
+    /// two, after the last), in file order; found only when the records were read without a defect.
+    public var gaps: [ZipGap] = []
 
     /// Reads the zip at `path`; `visit` gets every central directory record, in order, with its local header.
     /// - Parameter descriptor: an open descriptor of the zip to read instead of opening `path` (as
@@ -373,6 +408,7 @@ public struct ZipDirectory: Sendable {
             directory.defects.append("the central directory is truncated")
             return directory
         }
+        var covered: [Range<UInt64>] = []  // each entry's span, for the gaps
         var at = 0
         while at < central.count {
             guard directory.entryCount < limits.maxEntries else {
@@ -412,11 +448,47 @@ public struct ZipDirectory: Sendable {
             entry.compressedSize = values?.compressedSize ?? UInt64(entry.compressedSize32)
             entry.localHeaderOffset = values?.localHeaderOffset ?? UInt64(entry.localHeaderOffset32)
             try readLocal(input, into: &entry)
+            if let span = entry.span { covered.append(span) }
             try visit(entry)
             directory.entryCount += 1
             at = recordEnd
         }
+        if directory.defects.isEmpty {
+            directory.gaps = try findGaps(input, covered: covered, before: offset)
+        }
         return directory
+    }
+
+    /// The stretches of `0..<end` outside every range of `covered`, each searched for a local header signature.
+    private static func findGaps(_ input: ZipInput, covered: [Range<UInt64>], before end: UInt64) throws -> [ZipGap] {
+        var gaps: [ZipGap] = []
+        var cursor: UInt64 = 0
+        for range in covered.sorted(by: { $0.lowerBound < $1.lowerBound }) + [end..<end] {
+            if range.lowerBound > cursor {
+                let gap = cursor..<min(range.lowerBound, end)
+                if !gap.isEmpty { gaps.append(ZipGap(range: gap, localHeaderOffset: try findLocalSignature(input, in: gap))) }
+            }
+            cursor = max(cursor, range.upperBound)
+        }
+        return gaps
+    }
+
+    /// The first local header signature within `range` (all four bytes inside it), read 64 KiB at a time.
+    private static func findLocalSignature(_ input: ZipInput, in range: Range<UInt64>) throws -> UInt64? {
+        let chunk: UInt64 = 64 << 10
+        var start = range.lowerBound
+        while range.upperBound - start >= 4 {
+            let count = min(chunk, range.upperBound - start)
+            guard let bytes = try input.read(Int(count), at: Int64(start)) else { return nil }
+            var index = 0
+            while index + 4 <= bytes.count {
+                if bytes[index] == 0x50, bytes.uint32(index) == localSignature { return start + UInt64(index) }
+                index += 1
+            }
+            if start + count == range.upperBound { return nil }
+            start += count - 3  // a signature may straddle two chunks
+        }
+        return nil
     }
 
     private static let endMarker: [UInt8] = [0x50, 0x4b, 0x05, 0x06]
@@ -531,7 +603,41 @@ public struct ZipDirectory: Sendable {
             dataOffset: offset + 30 + UInt64(nameLength) + UInt64(extraLength))
         if (entry.span?.upperBound ?? .max) > UInt64(input.size) {
             entry.localHeaderDefect = "has data that runs past the end of the file"
+            return
         }
+        if entry.hasDataDescriptor || (entry.local?.hasDataDescriptor ?? false) {
+            try readDescriptor(input, into: &entry)
+        }
+    }
+
+    static let descriptorSignature: UInt32 = 0x0807_4b50
+
+    /// Reads the data descriptor right after the entry's data (the central record's compressed size long):
+    /// with a signature when its first 4 bytes are one (as Go's archive/zip decides), with 8-byte sizes when
+    /// the local header has a zip64 field (APPNOTE 4.3.9.2; Python's zipfile and libarchive write and read it
+    /// so) or when the central sizes need 64 bits (Go's and Java's writers, which put no zip64 field locally).
+    private static func readDescriptor(_ input: ZipInput, into entry: inout ZipEntryFacts) throws {
+        guard let local = entry.local else { return }
+        let start = local.dataOffset + entry.compressedSize  // fits: the span check ran first
+        let isSixtyFour =
+            local.zip64?.hasField == true || entry.compressedSize > UInt64(UInt32.max)
+            || entry.uncompressedSize > UInt64(UInt32.max)
+        let available = min(Int64(24), input.size - Int64(start))
+        guard available >= Int64(ZipDataDescriptor.smallest), let bytes = try input.read(Int(available), at: Int64(start)) else {
+            entry.localHeaderDefect = "has no data descriptor after its data (bit 3), where the file ends"
+            return
+        }
+        let hasSignature = bytes.uint32(0) == descriptorSignature
+        let at = hasSignature ? 4 : 0
+        let length = at + 4 + (isSixtyFour ? 16 : 8)
+        guard bytes.count >= length else {
+            entry.localHeaderDefect = "has no complete data descriptor after its data (bit 3), where the file ends"
+            return
+        }
+        entry.descriptor = ZipDataDescriptor(
+            offset: start, hasSignature: hasSignature, isSixtyFour: isSixtyFour, crc32: bytes.uint32(at),
+            compressedSize: isSixtyFour ? bytes.uint64(at + 4) : UInt64(bytes.uint32(at + 4)),
+            uncompressedSize: isSixtyFour ? bytes.uint64(at + 12) : UInt64(bytes.uint32(at + 8)))
     }
 }
 

@@ -74,6 +74,47 @@ struct ZipDirectoryTests {
         #expect(entries[1].extra.unicodePath?.version == 1)
     }
 
+    @Test("Data descriptors are read where the data ends: signed with 4-byte sizes, and 8-byte after a local zip64 field; gaps are found")
+    func dataDescriptorsAndGaps() throws {
+        let dir = try TempDir()
+        defer { dir.remove() }
+        // zipfile writing to a pipe sets bit 3 and writes signed descriptors (8-byte sizes with force_zip64);
+        // then 5 bytes of padding holding half a signature go before the central directory (offset moved).
+        try python(
+            """
+            import zipfile, sys, io, struct
+            class Pipe(io.RawIOBase):
+                def __init__(s): s.b = bytearray()
+                def writable(s): return True
+                def write(s, b): s.b += b; return len(b)
+            p = Pipe()
+            with zipfile.ZipFile(p, 'w', zipfile.ZIP_DEFLATED) as z:
+                z.writestr('a.txt', b'hello' * 100)
+                with z.open('b.bin', 'w', force_zip64=True) as f: f.write(b'y' * 10)
+            b = bytes(p.b); cd = b.find(b'PK\\x01\\x02'); eocd = b.rfind(b'PK\\x05\\x06')
+            b = bytearray(b[:cd] + b'PK\\x03xx' + b[cd:]); eocd += 5
+            b[eocd + 16:eocd + 20] = struct.pack('<I', cd + 5)
+            open(sys.argv[1], 'wb').write(b)
+            """, [dir.path("d.zip")])
+        let (directory, entries) = try ZipDirectory.entries(path: dir.path("d.zip"))
+        #expect(directory.defects.isEmpty, "\(directory.defects)")
+        try #require(entries.count == 2)
+        for entry in entries {
+            let descriptor = try #require(entry.descriptor)
+            #expect(entry.hasDataDescriptor && descriptor.hasSignature)
+            #expect(descriptor.crc32 == entry.crc32)
+            #expect(descriptor.compressedSize == entry.compressedSize && descriptor.uncompressedSize == entry.uncompressedSize)
+            #expect(descriptor.offset == (entry.local?.dataOffset ?? 0) + entry.compressedSize)
+            #expect(entry.span?.upperBound == descriptor.offset + UInt64(descriptor.byteCount))
+        }
+        #expect(entries[0].descriptor?.isSixtyFour == false && entries[0].descriptor?.byteCount == 16)
+        #expect(entries[1].descriptor?.isSixtyFour == true && entries[1].descriptor?.byteCount == 24)
+        #expect(entries[0].span?.upperBound == entries[1].localHeaderOffset, "no gap between the entries")
+        let end = try #require(entries[1].span?.upperBound)
+        #expect(directory.gaps.map(\.range) == [end..<(end + 5)], "\(directory.gaps)")
+        #expect(directory.gaps.first?.localHeaderOffset == nil, "half a signature is none")
+    }
+
     @Test("A central record whose local header differs is reported with both sides")
     func localDiffers() throws {
         let dir = try TempDir()

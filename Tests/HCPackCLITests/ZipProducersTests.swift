@@ -466,6 +466,7 @@ struct ZipProducersTests {
         }
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(!verified.stdout.contains("error:"), "\(verified.stdout)")
+        #expect(!verified.stdout.contains("[zip.gap]"), "no producer leaves bytes between entries: \(verified.stdout)")
         #expect(installed.status == 0, "\(installed.stdout)\(installed.stderr)")
         var placed = filesUnder(folder.url("dest")).filter { !$0.key.hasPrefix(".hcpack/") }
         #expect(placed.removeValue(forKey: "mine.txt") != nil)
@@ -502,6 +503,10 @@ let approvedZipShapes: [ZipRuleCase] = {
         return entry
     }
     let sixtyFour = RawZip.extraField(0x0001, le64(UInt64(data.count)) + le64(UInt64(data.count)))
+    var padded = RawZip.package([RawZipEntry("Contents/b.json", data)], listing: ["a.json", "b.json"])
+    padded.entries[1].afterData = Array(repeating: 0, count: 100)
+    var paddedAtEnd = RawZip.package([RawZipEntry("Contents/b.json", data)], listing: ["a.json", "b.json"])
+    paddedAtEnd.entries[2].afterData = Array(repeating: 0, count: 100)
     var endNotNeeded = RawZip.package([], listing: ["a.json"])
     endNotNeeded.zip64End = true
     return [
@@ -531,6 +536,25 @@ let approvedZipShapes: [ZipRuleCase] = {
                     }
                 ], listing: ["a.json", "b.json"])),
         ZipRuleCase("a zip64 end record where none is needed, with the same values (zip -fz)", "", endNotNeeded),
+        ZipRuleCase("zeros between two entries (Java's ZipInputStream stops there)", "zip.gap", padded),
+        ZipRuleCase("zeros after the last entry, before the central directory", "", paddedAtEnd),
+        ZipRuleCase(
+            "data descriptors that agree: signed, unsigned, and 8-byte sizes after a local zip64 field (stored: Java refuses those, a warning)", "zip.stored-descriptor",
+            .package(
+                [
+                    RawZipEntry("Contents/b.json", data), RawZipEntry("Contents/c.json", data), RawZipEntry("Contents/d.json", data),
+                ].enumerated().map { index, entry in
+                    var entry = entry
+                    entry.flags = 8
+                    entry.localCRC32 = 0
+                    entry.localCompressedSize = 0
+                    entry.localUncompressedSize = 0
+                    if index == 2 { entry.localExtra = RawZip.extraField(0x0001, le64(0) + le64(0)) }
+                    entry.afterData = RawZip.descriptor(
+                        crc32: RawZip.crc32(data), compressed: UInt64(data.count), uncompressed: UInt64(data.count),
+                        signed: index != 1, wide: index == 2)
+                    return entry
+                }, listing: ["a.json", "b.json", "c.json", "d.json"])),
         ZipRuleCase(
             "__MACOSX/ beside the package (Finder)", "content.junk",
             python:
@@ -548,6 +572,7 @@ struct ZipApprovedShapesTests {
         let verified = hcpack(["verify", archive])
         #expect(verified.status == 0, "\(verified.stdout)")
         if !zipCase.rule.isEmpty { #expect(verified.stdout.contains("warning: [\(zipCase.rule)]"), "\(verified.stdout)") }
+        if zipCase.rule.isEmpty { #expect(!verified.stdout.contains("[zip."), "\(verified.stdout)") }
         let (disagreements, placed) = readerDisagreements(archive, in: folder)
         #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
         #expect(placed >= 1)

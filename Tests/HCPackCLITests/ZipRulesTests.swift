@@ -81,7 +81,45 @@ let zipRuleCases: [ZipRuleCase] = {
     endInconsistent.saturateEnd = true
     endInconsistent.zip64EntryCountDelta = 1
 
+    // Redteam5 findings 1 and 6: a data descriptor that disagrees with the central record, and a complete local
+    // entry in bytes no central record covers (streaming readers unpack it).
+    func described(_ change: (inout RawZipEntry) -> Void) -> RawZipEntry {
+        entry("Contents/b.json") {
+            $0.flags = 8
+            $0.localCRC32 = 0
+            $0.afterData = RawZip.descriptor(crc32: RawZip.crc32($0.data), compressed: UInt64($0.data.count), uncompressed: UInt64($0.data.count))
+            change(&$0)
+        }
+    }
+    let evil = RawZipEntry("Contents/a.json", "{\"evil\": 1}").localRecord()
+    var hiddenBetween = RawZip.package([entry("Contents/b.json") { _ in }], listing: ["a.json", "b.json"])
+    hiddenBetween.entries[1].afterData = evil
+    var hiddenAfterLast = RawZip.package([entry("Contents/b.json") { $0.afterData = evil }], listing: ["a.json", "b.json"])
+    hiddenAfterLast.entries[0].afterData = []
+    var hiddenInJunk = RawZip.package([], listing: ["a.json"])
+    hiddenInJunk.entries[0].afterData = Array(repeating: 0, count: 70_000) + evil + [0, 0]
+
     return [
+        ZipRuleCase(
+            "a data descriptor whose CRC-32 differs from the central record (Go: checksum error)", "zip.header-mismatch",
+            .package([described { $0.afterData = RawZip.descriptor(crc32: 1234, compressed: 8, uncompressed: 8) }])),
+        ZipRuleCase(
+            "a data descriptor without signature whose sizes differ from the central record", "zip.header-mismatch",
+            .package([described { $0.afterData = RawZip.descriptor(crc32: RawZip.crc32($0.data), compressed: 8, uncompressed: 9, signed: false) }])),
+        ZipRuleCase(
+            "bit 3 in the central record, no data descriptor after the data", "zip.header-mismatch",
+            .package([described { $0.afterData = [] }])),
+        ZipRuleCase("a local entry hidden between two entries", "zip.overlapping-entries", hiddenBetween),
+        ZipRuleCase("a local entry hidden after the last entry", "zip.overlapping-entries", hiddenAfterLast),
+        ZipRuleCase("a local entry hidden past 64 KiB of padding", "zip.overlapping-entries", hiddenInJunk),
+        ZipRuleCase(
+            "a local entry before the first, offsets moved (zipfile appending to a file)", "zip.overlapping-entries",
+            python: """
+                import zlib
+                data = b'{"evil": 1}'; n = b'Contents/a.json'
+                open(out, 'wb').write(struct.pack('<IHHHHHIIIHH', 0x04034b50, 20, 0, 0, 0, 0x21, zlib.crc32(data), len(data), len(data), len(n), 0) + n + data)
+                z = zipfile.ZipFile(out, 'a'); base(z); z.close()
+                """),
         ZipRuleCase(
             "central and local names differ (Master Key)", "zip.header-mismatch",
             .package([entry("Contents/../xt") { $0.localName = Array("Contents/b.json".utf8) }])),

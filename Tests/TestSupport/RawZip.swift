@@ -29,6 +29,8 @@ public struct RawZipEntry: Sendable {
     /// Writes no local header or data of its own: the central record points at the start of the data of
     /// entry `pointsIntoDataOf` (which holds this entry's `localRecord()`, a header hidden in another's data).
     public var pointsIntoDataOf: Int?
+    /// Bytes written after the data, outside it: a data descriptor (with `flags` bit 3), or a gap.
+    public var afterData: [UInt8] = []
 
     public init(_ name: String, _ data: [UInt8]) {
         self.name = Array(name.utf8)
@@ -95,6 +97,7 @@ public struct RawZip: Sendable {
                 let record = entry.localRecord()
                 out += record
                 dataStarts.append(out.count - entry.data.count)
+                out += entry.afterData
             }
         }
         let centralStart = out.count
@@ -127,6 +130,14 @@ public struct RawZip: Sendable {
     public func write(to path: String) -> String {
         FileManager.default.createFile(atPath: path, contents: Data(bytes()))
         return path
+    }
+
+    /// A data descriptor: the signature (unless `signed` is false), CRC-32, then both sizes (8 bytes each when `wide`).
+    public static func descriptor(crc32: UInt32, compressed: UInt64, uncompressed: UInt64, signed: Bool = true, wide: Bool = false)
+        -> [UInt8]
+    {
+        let sizes = wide ? le64(compressed) + le64(uncompressed) : le32(UInt32(compressed)) + le32(UInt32(uncompressed))
+        return (signed ? le32(0x0807_4b50) : []) + le32(crc32) + sizes
     }
 
     /// An extra field: ID, size, data.

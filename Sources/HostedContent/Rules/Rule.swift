@@ -70,6 +70,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     case zipSixtyFourMismatch = "zip.zip64-mismatch"
     case zipEntryTypeMismatch = "zip.entry-type-mismatch"
     case zipStoredDescriptor = "zip.stored-descriptor"
+    case zipGap = "zip.gap"
 
     // Recorded sizes and digests (the HCPackIntegrity key).
     case integrityMalformed = "integrity.malformed"
@@ -103,7 +104,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
     public var severity: Severity {
         switch self {
         case .strayEntry, .filesKeyMissing, .filesUnlisted, .symlink, .hardlink, .script, .junk,
-            .unsafePermissions, .integrityStrayRecord, .budgetNearLimit, .zipStoredDescriptor:
+            .unsafePermissions, .integrityStrayRecord, .budgetNearLimit, .zipStoredDescriptor, .zipGap:
             .warning
         default:
             .error
@@ -175,6 +176,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .zipStoredDescriptor:
             "A stored zip entry whose local header defers its CRC-32 and sizes to a data descriptor (bit 3), which Java's ZipInputStream (Android apps) refuses."
         case .zipEntryTypeMismatch: "A zip entry whose attributes say folder but whose name does not end with '/', or a folder entry with data (an empty deflate stream is fine)."
+        case .zipGap: "Bytes before the first zip entry or between two that no central directory record covers: Java's ZipInputStream stops there."
         case .integrityMalformed: "HCPackIntegrity is not a dictionary of {Size, SHA256} records."
         case .integrityMissingRecord: "A listed file has no size/digest record while HCPackIntegrity is present."
         case .integrityStrayRecord: "HCPackIntegrity records a file that Files does not list."

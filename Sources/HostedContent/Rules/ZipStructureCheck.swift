@@ -166,6 +166,7 @@ enum ZipStructureCheck {
             checkType(entry, name: name)
             checkMethodAndEncryption(entry, local: local, name: name)
             checkLocalHeader(entry, local: local, name: name)
+            checkDescriptor(entry, name: name)
             checkSixtyFour(entry, local: local, name: name)
             // Java's ZipInputStream reads the local header's flags: bit 3 on any method but deflate is refused.
             if local.method != 8 && local.hasDataDescriptor {
@@ -313,19 +314,38 @@ enum ZipStructureCheck {
                 differences.append("UTF-8 flag")
             }
             if !local.hasDataDescriptor {
-                if local.crc32 != entry.crc32 { differences.append("CRC-32") }
-                if local.compressedSize != entry.compressedSize {
-                    differences.append("compressed size \(local.compressedSize) (central: \(entry.compressedSize))")
-                }
-                if local.uncompressedSize != entry.uncompressedSize {
-                    differences.append("size \(local.uncompressedSize) (central: \(entry.uncompressedSize))")
-                }
+                differences += Self.differences(entry, crc32: local.crc32, local.compressedSize, local.uncompressedSize)
             }
             guard !differences.isEmpty else { return }
             problems.add(
                 .zipHeaderMismatch, path: name,
                 "the local header disagrees with the central directory on the \(differences.joined(separator: ", ")): readers that use one unpack something else than those that use the other; \(rebuild)"
             )
+        }
+
+        /// The data descriptor must say what the central record says: Go's archive/zip refuses an entry whose
+        /// descriptor has another CRC-32 ("zip: checksum error"), Java's ZipInputStream one whose CRC-32 or sizes
+        /// differ from the data.
+        mutating func checkDescriptor(_ entry: ZipEntryFacts, name: String) {
+            guard let descriptor = entry.descriptor else { return }
+            let differences = Self.differences(
+                entry, crc32: descriptor.crc32, descriptor.compressedSize, descriptor.uncompressedSize)
+            guard !differences.isEmpty else { return }
+            problems.add(
+                .zipHeaderMismatch, path: name,
+                "the data descriptor after the data disagrees with the central directory on the \(differences.joined(separator: ", ")): Go's archive/zip refuses the entry (checksum error), Java's ZipInputStream throws (invalid entry CRC or size); \(rebuild)"
+            )
+        }
+
+        /// Where a CRC-32 and sizes from a local header or data descriptor differ from the central record's.
+        static func differences(_ entry: ZipEntryFacts, crc32: UInt32, _ compressed: UInt64, _ uncompressed: UInt64) -> [String] {
+            var differences: [String] = []
+            if crc32 != entry.crc32 { differences.append("CRC-32 \(hex(crc32)) (central: \(hex(entry.crc32)))") }
+            if compressed != entry.compressedSize {
+                differences.append("compressed size \(compressed) (central: \(entry.compressedSize))")
+            }
+            if uncompressed != entry.uncompressedSize { differences.append("size \(uncompressed) (central: \(entry.uncompressedSize))") }
+            return differences
         }
 
         /// Zip64 fields, decided by what readers do (docs/rules.md): every reader takes the value of a saturated
@@ -413,6 +433,7 @@ enum ZipStructureCheck {
             }
             checkSixtyFourEnd(directory)
             checkOverlaps(directory)
+            checkGaps(directory)
             for (name, isRepeatedFolder) in names.duplicates() where !isRepeatedFolder {
                 problems.add(
                     .zipDuplicateName, path: name,
@@ -479,6 +500,41 @@ enum ZipStructureCheck {
                 problems.add(
                     .zipOverlappingEntries, path: names.name(at: reach.index),
                     "its bytes run into the central directory; \(rebuild)")
+            }
+        }
+
+        /// Bytes no entry covers. A local header signature there is refused: streaming readers (libarchive on a
+        /// pipe) search for the next signature and unpack an entry there that central-directory readers never
+        /// see. Other bytes before an entry are a warning: Java's ZipInputStream stops at them.
+        mutating func checkGaps(_ directory: ZipDirectory) {
+            var next = 0  // into `spans`, which `checkOverlaps` sorted by start: the gaps come in the same order
+            var hiddenReported = 0
+            var padding: (count: Int, bytes: UInt64, first: String)?
+            for gap in directory.gaps {
+                while next < spans.count && spans[next].range.lowerBound < gap.range.lowerBound { next += 1 }
+                let before = next > 0 ? names.name(at: spans[next - 1].index) : nil
+                let place = before.map { "after '\($0)'" } ?? "before the first entry"
+                if let hidden = gap.localHeaderOffset {
+                    hiddenReported += 1
+                    guard hiddenReported <= 10 else { continue }  // a hostile zip's thousands say nothing more
+                    problems.add(
+                        .zipOverlappingEntries, path: before ?? "",
+                        "a local header at offset \(hidden), in \(gap.range.count) bytes \(place) that no central directory record covers: streaming readers (libarchive on a pipe) unpack an entry there that central-directory readers never see; \(rebuild)"
+                    )
+                } else if gap.range.upperBound < directory.centralDirectoryOffset {
+                    // After the last entry every streaming reader meets the central directory and stops anyway.
+                    padding = (
+                        (padding?.count ?? 0) + 1, (padding?.bytes ?? 0) + UInt64(gap.range.count),
+                        padding?.first ?? place
+                    )
+                }
+            }
+            if let padding {
+                let stretches = padding.count == 1 ? "" : " in \(padding.count) stretches, the first"
+                problems.add(
+                    .zipGap, path: "",
+                    "\(padding.bytes) bytes\(stretches) \(padding.first) that no central directory record covers: Java's ZipInputStream stops there and silently unpacks none of the entries after them (the other readers skip them); \(rebuild)"
+                )
             }
         }
 
