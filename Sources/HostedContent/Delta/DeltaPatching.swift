@@ -33,26 +33,107 @@ extension DeltaBuilder {
         kept: (old: [String: [UInt8]], new: [String: [UInt8]]) = ([:], [:]), scratch: String, windowLogLimit: Int,
         options: VerifyOptions
     ) throws(HCPackError) -> (records: [FilePatch], summaries: [DeltaPatchSummary]) {
+        let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
         // A package that lists files in the patches folder itself keeps every file whole.
         let prefix = FilePatch.folder + "/"
-        let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
-        // Whatever is decided for a file NEW's copy of which is in memory, it ends in the delta folder.
-        var keptNew = kept.new
-        defer { if !keptNew.isEmpty { try? writeWhole(keptNew, into: contents) } }
-        if new.files.contains(where: { $0.hasPrefix(prefix) }) {
-            try writeWhole(keptNew, into: contents)
-            keptNew = [:]
-            return ([], [])
-        }
-        let candidates = changed.filter { path in
+        let candidates = new.files.contains(where: { $0.hasPrefix(prefix) }) ? [] : changed.filter { path in
             guard let base = old.records[path], let made = new.records[path], made.size > minimumSaving else { return false }
             return PatchCodec.windowLog(baseSize: base.size, targetSize: made.size, limit: windowLogLimit) != nil
         }
-        if candidates.isEmpty {
-            try writeWhole(keptNew, into: contents)
-            keptNew = [:]
-            return ([], [])
+        // NEW's copies in memory that are not patched there go into the delta folder whole, as staged ones are.
+        var keptNew = kept.new
+        var records: [FilePatch] = []
+        var summaries: [DeltaPatchSummary] = []
+        if !candidates.isEmpty {
+            let oldContents = try openOldCopies(old, of: candidates, staged: staged, scratch: scratch, options: options)
+            // What the kept patches make, held to the ratio install holds them to (PatchOutput).
+            var patchedOutput = PatchOutput()
+            for path in candidates.sorted() {
+                guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
+                var parts = path.split(separator: "/")
+                guard let leaf = parts.popLast().map(String.init),
+                    let windowLog = PatchCodec.windowLog(baseSize: baseRecord.size, targetSize: madeRecord.size, limit: windowLogLimit)
+                else { continue }
+                let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
+                let level = PatchCodec.level(forSize: madeRecord.size)
+                func failed(_ error: PatchError) -> HCPackError {
+                    HCPackError(.io, "\(location): could not make the patch of Contents/\(path): \(error.message)", path: location)
+                }
+                // Whole unless the patch saves more than its own cost (its plist record and longer entry names, a
+                // few hundred bytes): re-encoded media, a file rewritten through and through, small files. Whole
+                // too when install would refuse what the patches make from so little (--max-ratio): the archive's
+                // own limits then judge the file, as build's do.
+                func keeps(patchOf size: Int64) -> Bool {
+                    let withPatch = patchedOutput.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
+                    guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else { return false }
+                    patchedOutput = withPatch
+                    return true
+                }
+                func record(_ patch: FileRecord) {
+                    records.append(FilePatch(path: path, base: baseRecord, patch: patch, windowLog: windowLog))
+                    summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: patch.size))
+                }
+                if let baseBytes = kept.old[path], let madeBytes = keptNew[path] {
+                    try check(baseBytes, expecting: baseRecord, side: old, path: path)
+                    try check(madeBytes, expecting: madeRecord, side: new, path: path)
+                    let patch: [UInt8]
+                    do {
+                        patch = try PatchCodec.makePatch(base: baseBytes, target: madeBytes, windowLog: windowLog, level: level)
+                    } catch {
+                        throw failed(error)
+                    }
+                    guard keeps(patchOf: Int64(patch.count)) else { continue }
+                    keptNew[path] = nil
+                    try writeWhole([FilePatch.folder + "/" + path: patch], into: contents)
+                    // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the
+                    // same inputs give the same delta whichever way they were read.
+                    _ = try contents.makeDirectories(parts)
+                    record(FileRecord(size: Int64(patch.count), sha256: Digest.Hasher.digest(.sha256, of: patch).hexString))
+                    continue
+                }
+                // On disk: one side (or both) was too large to keep in memory.
+                if let madeBytes = keptNew.removeValue(forKey: path) { try writeWhole([path: madeBytes], into: contents) }
+                if let baseBytes = kept.old[path] { try writeWhole([path: baseBytes], into: oldContents) }
+                let base = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
+                let made = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
+                // Made beside the delta folder and moved in when kept: a patch not kept leaves no folder behind.
+                let scratchFolder = try DirectoryHandle.open(scratch)
+                let madePatch = "patch-\(records.count)"
+                _ = try scratchFolder.removeFile(madePatch)
+                let output = try scratchFolder.createFileForMapping(madePatch)
+                let size: Int64
+                do {
+                    defer { Descriptor.release(output) }
+                    do {
+                        size = try PatchCodec.makePatch(
+                            base: base, target: made, windowLog: windowLog, level: level, output: output, outputPath: location)
+                    } catch {
+                        throw failed(error)
+                    }
+                }
+                guard keeps(patchOf: size) else {
+                    _ = try scratchFolder.removeFile(madePatch)
+                    continue
+                }
+                let patchFolder = try contents.makeDirectories([Substring(FilePatch.folder)] + parts)
+                try scratchFolder.rename(madePatch, to: patchFolder, leaf)
+                guard let digest = try patchFolder.digest(leaf) else {
+                    throw HCPackError(.io, "\(location) vanished while the delta was being made", path: location)
+                }
+                guard let folder = try contents.openDirectories(parts) else { continue }
+                _ = try folder.removeFile(leaf)
+                record(digest)
+            }
         }
+        try writeWhole(keptNew, into: contents)
+        return (records, summaries)
+    }
+
+    /// The Contents/ folder holding OLD's copies of `candidates`: `staged` when the caller staged them, OLD
+    /// itself when it is a folder, else a copy out of OLD in `scratch`.
+    private static func openOldCopies(
+        _ old: PackageSide, of candidates: [String], staged: String?, scratch: String, options: VerifyOptions
+    ) throws(HCPackError) -> DirectoryHandle {
         let oldRoot: String
         if let staged {
             oldRoot = staged
@@ -63,88 +144,7 @@ extension DeltaBuilder {
             _ = try DirectoryHandle.open(scratch).makeDirectory("old")
             oldRoot = try old.extract(Set(candidates), into: folder, options: options)
         }
-        let oldContents = try DirectoryHandle.open(oldRoot + "/" + Verifier.contentsFolder)
-        var records: [FilePatch] = []
-        var summaries: [DeltaPatchSummary] = []
-        // What the kept patches make, held to the ratio install holds them to (PatchOutput).
-        var patchedOutput = PatchOutput()
-        for path in candidates.sorted() {
-            guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
-            var parts = path.split(separator: "/")
-            guard let leaf = parts.popLast().map(String.init),
-                let windowLog = PatchCodec.windowLog(baseSize: baseRecord.size, targetSize: madeRecord.size, limit: windowLogLimit)
-            else { continue }
-            if let baseBytes = kept.old[path], let madeBytes = keptNew.removeValue(forKey: path) {
-                let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
-                try check(baseBytes, expecting: baseRecord, side: old, path: path)
-                try check(madeBytes, expecting: madeRecord, side: new, path: path)
-                let patch: [UInt8]
-                do {
-                    patch = try PatchCodec.makePatch(
-                        base: baseBytes, target: madeBytes, windowLog: windowLog, level: PatchCodec.level(forSize: madeRecord.size))
-                } catch {
-                    throw HCPackError(.io, "\(location): could not make the patch of Contents/\(path): \(error.message)", path: location)
-                }
-                let size = Int64(patch.count)
-                let withPatch = patchedOutput.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
-                guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else {
-                    try writeWhole([path: madeBytes], into: contents)
-                    continue
-                }
-                patchedOutput = withPatch
-                try writeWhole([FilePatch.folder + "/" + path: patch], into: contents)
-                // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the same
-                // inputs give the same delta whichever way they were read.
-                _ = try contents.makeDirectories(parts)
-                records.append(FilePatch(
-                    path: path, base: baseRecord,
-                    patch: FileRecord(size: size, sha256: Digest.Hasher.digest(.sha256, of: patch).hexString), windowLog: windowLog))
-                summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: size))
-                continue
-            }
-            // On disk: one side (or both) was too large to keep in memory.
-            if let madeBytes = keptNew.removeValue(forKey: path) { try writeWhole([path: madeBytes], into: contents) }
-            if let baseBytes = kept.old[path] { try writeWhole([path: baseBytes], into: oldContents) }
-            let base = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
-            let made = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
-            let location = root + "/" + FilePatch(path: path, base: baseRecord, patch: baseRecord, windowLog: windowLog).entryPath
-            // Made beside the delta folder and moved in when kept: a patch not kept leaves no folder behind.
-            let scratchFolder = try DirectoryHandle.open(scratch)
-            let madePatch = "patch-\(records.count)"
-            _ = try scratchFolder.removeFile(madePatch)
-            let output = try scratchFolder.createFileForMapping(madePatch)
-            let size: Int64
-            do {
-                defer { Descriptor.release(output) }
-                do {
-                    size = try PatchCodec.makePatch(
-                        base: base, target: made, windowLog: windowLog, level: PatchCodec.level(forSize: madeRecord.size),
-                        output: output, outputPath: location)
-                } catch {
-                    throw HCPackError(.io, "\(location): could not make the patch of Contents/\(path): \(error.message)", path: location)
-                }
-            }
-            // Whole unless the patch saves more than its own cost (its plist record and longer entry names, a few
-            // hundred bytes): re-encoded media, a file rewritten through and through, small files. Whole too when
-            // install would refuse what the patches make from so little (--max-ratio): the archive's own limits
-            // then judge the file, as build's do.
-            let withPatch = patchedOutput.adding(result: madeRecord.size, patch: size, base: baseRecord.size)
-            guard size + minimumSaving <= madeRecord.size, withPatch.withinRatio(options.limits.archive) else {
-                _ = try scratchFolder.removeFile(madePatch)
-                continue
-            }
-            patchedOutput = withPatch
-            let patchFolder = try contents.makeDirectories([Substring(FilePatch.folder)] + parts)
-            try scratchFolder.rename(madePatch, to: patchFolder, leaf)
-            guard let digest = try patchFolder.digest(leaf) else {
-                throw HCPackError(.io, "\(location) vanished while the delta was being made", path: location)
-            }
-            guard let folder = try contents.openDirectories(parts) else { continue }
-            _ = try folder.removeFile(leaf)
-            records.append(FilePatch(path: path, base: baseRecord, patch: digest, windowLog: windowLog))
-            summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: size))
-        }
-        return (records, summaries)
+        return try DirectoryHandle.open(oldRoot + "/" + Verifier.contentsFolder)
     }
 
     /// Writes each file (by listed path) into `contents`, making its folders.

@@ -61,12 +61,12 @@ extension DeltaBuilder {
         let (oldFolder, _) = try folder.makeDirectory("old", mode: 0o700)
         let newStaging = try StagingArea(in: newFolder)
         let oldStaging = try StagingArea(in: oldFolder)
-        newStaging.unreadNames = unread(newFiles.filter { !carried.contains($0) }, ifPlistIs: newLead.bytes)
-        oldStaging.unreadNames = unread(oldFiles.filter { !bases.contains($0) }, ifPlistIs: oldLead.bytes)
+        newStaging.unreadNames = archiveNames(newFiles.filter { !carried.contains($0) }, ifPlistIs: newLead.bytes)
+        oldStaging.unreadNames = archiveNames(oldFiles.filter { !bases.contains($0) }, ifPlistIs: oldLead.bytes)
         newStaging.keptBudgetBytes = options.memoryBudgetBytes
         oldStaging.keptBudgetBytes = options.memoryBudgetBytes
-        newStaging.keptNames = unread(kept.sorted(), ifPlistIs: newLead.bytes)
-        oldStaging.keptNames = unread(kept.sorted(), ifPlistIs: oldLead.bytes)
+        newStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: newLead.bytes)
+        oldStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: oldLead.bytes)
         let limits = options.verify.limits
         let oldRead = BackgroundResult { () throws(HCPackError) in
             try PackageScanner.readArchive(options.old, limits: limits, staging: oldStaging)
@@ -105,7 +105,7 @@ extension DeltaBuilder {
 
     /// The archive names of `files` under the plist's root, when the plist read is `expected` (an archive
     /// that changed since its plist was peeked at is read whole, and then refused as changed).
-    private static func unread(_ files: [String], ifPlistIs expected: [UInt8]) -> (String, [UInt8]) -> Set<String> {
+    private static func archiveNames(_ files: [String], ifPlistIs expected: [UInt8]) -> (String, [UInt8]) -> Set<String> {
         { plistName, bytes in
             guard bytes == expected else { return [] }
             let prefix = plistName.dropLast(ContentInfo.fileName.count) + Verifier.contentsPrefix
