@@ -260,6 +260,49 @@ struct DeltaPatchTests {
     }
 
     @Test(
+        "DEST's copy of a base of the same size is hashed beside the patching: the base installs; other bytes, or another size, refuse it untouched; the new file already there installs",
+        arguments: ["base", "other bytes", "other size", "already new"])
+    func baseCheckedBesidePatching(dest kind: String) throws {
+        let folder = TemporaryFolder()
+        let asset = PatchCorpus.pseudoRandom(512 << 10, seed: 21)
+        var changed = asset
+        for block in stride(from: 4096 * 3, to: asset.count, by: 4096 * 17) {
+            changed.replaceSubrange(block..<block + 4096, with: PatchCorpus.pseudoRandom(4096, seed: UInt64(block)))
+        }
+        for (name, version, bytes) in [("src1", "1.0", asset), ("src2", "1.1", changed)] {
+            folder.write("\(name)/Contents/assets.pak", bytes)
+            folder.write(
+                "\(name)/ContentInfo.plist",
+                plistXML("<key>IAPProductIdentifier</key><string>com.example.same</string><key>ContentVersion</key><string>\(version)</string>"))
+            #expect(hcpack(["build", folder.url(name), "-o", folder.url("\(name).zip"), "-q"]).status == 0)
+        }
+        let made = hcpack(["delta", folder.url("src1.zip"), folder.url("src2.zip"), "-o", folder.url("delta.zip"), "--json"])
+        #expect(made.status == 0 && made.stdout.contains("\"patched\""), "\(made.stderr)")
+        folder.makeFolder("dest")
+        folder.makeFolder("full")
+        let dest = folder.url("dest")
+        #expect(hcpack(["install", folder.url("src1.zip"), "--dest", dest]).status == 0)
+        #expect(hcpack(["install", folder.url("src2.zip"), "--dest", folder.url("full")]).status == 0)
+        switch kind {
+        case "other bytes": folder.write("dest/assets.pak", PatchCorpus.pseudoRandom(asset.count, seed: 22))
+        case "other size": folder.write("dest/assets.pak", asset + [0])
+        case "already new": folder.write("dest/assets.pak", changed)
+        default: break
+        }
+        let before = treeListing(dest), files = regularFiles(dest)
+        let result = hcpack(["install", folder.url("delta.zip"), "--dest", dest])
+        if kind == "other bytes" || kind == "other size" {
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("[delta.patch-base]") && result.stderr.contains("assets.pak changed since it was installed"), "\(result.stderr)")
+            #expect(treeListing(dest) == before && regularFiles(dest) == files && leftovers(dest).isEmpty)
+        } else {
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(regularFiles(dest) == regularFiles(folder.url("full")))
+            #expect(leftovers(dest).isEmpty, "\(leftovers(dest))")
+        }
+    }
+
+    @Test(
         "Hostile patches are refused with their rule and DEST stays untouched",
         arguments: [
             // (edit of the unpacked delta, the rule, whether verify already refuses it)

@@ -5,9 +5,10 @@ import PatchCodec
 /// the staging folder from DEST's copy of its base, then placed like any staged file, so the journal, the
 /// rollback, the lock and the crash guarantees are those of every install.
 ///
-/// Before anything is made, DEST's copy of every patched file must be the base (size and SHA-256), or already
-/// the file the patch makes, or the install is refused naming the files. A patch that does not make the recorded file (a damaged frame, a
-/// window over the declared one, another size or SHA-256) is refused before the journal: DEST is untouched.
+/// DEST's copy of every patched file must be the base (size and SHA-256), or already the file the patch makes,
+/// or the install is refused naming the files, before the journal: DEST is untouched. A patch that does not
+/// make the recorded file (a damaged frame, a window over the declared one, another size or SHA-256) is refused
+/// there too.
 extension InstallSession {
     /// A listed file that a delta makes from a patch.
     struct PatchedFile {
@@ -39,22 +40,34 @@ extension InstallSession {
         return result
     }
 
-    /// Refuses the install unless DEST's copy of every patched file is its base; then makes each file in the
-    /// staging folder and checks its size and SHA-256. Writes only inside the staging folder.
+    /// Refuses the install unless DEST's copy of every patched file is its base; makes each file in the staging
+    /// folder and checks its size and SHA-256. Writes only inside the staging folder, which a refusal discards.
     func applyPatches(_ patched: [PatchedFile], package: Package, archive: String) throws(HCPackError) {
         guard !patched.isEmpty, let staging else { return }
         let target = "\(package.productIdentifier) \(package.version.text)"
         var damaged: [String] = []
-        var toMake: [PatchedFile] = []
+        var made = false
         lastInspected = nil
         for item in patched {
+            let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
+            // DEST's copy has the base's size: it is hashed on a second thread while the patch is applied to it
+            // (a large base read twice at once, not one pass after the other), and the result kept only if it
+            // was the base.
+            if damaged.isEmpty, case .file(let size) = try inspect(item.patch.path), size == item.patch.base.size {
+                switch try apply(item, package: package, staging: staging, archive: archive, checkingBase: true) {
+                case .made: made = true
+                case .alreadyMade: break
+                case .notBase: damaged.append("\(destinationPath)/\(item.patch.path) changed since it was installed (\(needing))")
+                }
+                continue
+            }
             // Already the new file (the same version again, or an interrupted install run again): nothing to make,
             // planning skips it.
-            let found = try findInPlace(
-                item.patch.path, [item.file.record, item.patch.base],
-                needing: "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)",
-                damaged: &damaged)
-            if let found, found != item.file.record { toMake.append(item) }
+            let found = try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged)
+            if damaged.isEmpty, let found, found != item.file.record {
+                _ = try apply(item, package: package, staging: staging, archive: archive, checkingBase: false)
+                made = true
+            }
         }
         lastInspected = nil
         guard damaged.isEmpty else {
@@ -62,17 +75,30 @@ extension InstallSession {
                 damaged, rule: .patchBase, "\(archive) patches {files} of \(destinationPath) that changed since they were installed",
                 remedy: "install the full archive of \(target) instead")
         }
-        for item in toMake { try apply(item, package: package, staging: staging, archive: archive) }
         // The made files are durable before the journal says they may be placed: one syncfs for all of them
         // (40 fsyncs made installing 40 patched JSON files 1.5 times slower than the full archive).
-        if !toMake.isEmpty && FileSystemSync.isAvailable { try FileSystemSync.synchronize(staging.directory) }
+        if made && FileSystemSync.isAvailable { try FileSystemSync.synchronize(staging.directory) }
     }
 
-    /// Makes one patched file in the staging folder, where placing looks for it (`stagedPath`).
-    private func apply(_ item: PatchedFile, package: Package, staging: StagingArea, archive: String) throws(HCPackError) {
+    /// What `apply` found DEST's copy to be, when it checked it.
+    enum AppliedPatch {
+        /// The base: the file was made.
+        case made
+        /// Already the file the patch makes: nothing was made.
+        case alreadyMade
+        /// Neither: nothing was made.
+        case notBase
+    }
+
+    /// Makes one patched file in the staging folder, where placing looks for it (`stagedPath`). `checkingBase`:
+    /// DEST's copy has not been hashed yet; it is, beside the patching, and what was made is removed unless the
+    /// copy was the base.
+    private func apply(
+        _ item: PatchedFile, package: Package, staging: StagingArea, archive: String, checkingBase: Bool
+    ) throws(HCPackError) -> AppliedPatch {
         let patch = item.patch
         var parts = patch.path.split(separator: "/")
-        guard let leaf = parts.popLast().map(String.init) else { return }
+        guard let leaf = parts.popLast().map(String.init) else { return .alreadyMade }
         let refusal = { (message: String) in
             HCPackError(
                 .invalidPackage,
@@ -84,11 +110,14 @@ extension InstallSession {
         guard let baseFolder = try destination.openDirectories(parts), let baseDescriptor = try baseFolder.openForReading(leaf) else {
             throw HCPackError(.io, "\(destinationPath)/\(patch.path) vanished while the delta was being installed; run the install again", path: destinationPath)
         }
-        let base: MappedFile
-        do {
-            defer { Descriptor.release(baseDescriptor) }
-            base = try MappedFile(reading: baseDescriptor, path: baseFolder.describe(leaf))
+        // The copy's digest, from the same open file, read on its own thread while the patch is applied.
+        let baseFile = PositionedFile(descriptor: baseDescriptor, path: baseFolder.describe(leaf))
+        let baseDigest = checkingBase ? BackgroundResult { () throws(HCPackError) in try baseFile.digest() } : nil
+        defer {
+            _ = baseDigest?.outcome()  // the descriptor is the thread's until it is done
+            Descriptor.release(baseDescriptor)
         }
+        let base = try MappedFile(reading: baseDescriptor, path: baseFile.path)
         let stagedPatch = package.contentsPrefix + FilePatch.folder + "/" + patch.path
         guard let patchFolder = try staging.folder(of: stagedPatch), let patchDescriptor = try patchFolder.openForReading(leaf) else {
             throw HCPackError(.io, "internal error: \(stagedPatch) was not staged", path: stagedPatch)
@@ -105,18 +134,34 @@ extension InstallSession {
         defer { Descriptor.release(descriptor) }
         guard item.file.size <= Int64(Int.max) else { throw refusal("makes a file too large to map") }
         let hasher = Digest.Hasher(.sha256)
+        var failure: HCPackError?
         do {
             let output = try MappedFile(writing: descriptor, count: Int(item.file.size), path: outputFolder.describe(leaf))
             do {
                 try PatchCodec.applyPatch(base: base, patch: patchBytes, windowLog: patch.windowLog, output: output) { hasher.update($0) }
             } catch {
-                throw refusal("does not apply: \(error.message)")
+                failure = refusal("does not apply: \(error.message)")
             }
         }
+        if let baseDigest {
+            // What DEST's copy is decides first: a patch applied to another file fails whatever the patch.
+            let found = try baseDigest.value()
+            if found != patch.base {
+                _ = try outputFolder.removeFile(leaf)
+                if found == item.file.record {
+                    hashedInPlace[patch.path] = found
+                    return .alreadyMade
+                }
+                return .notBase
+            }
+            hashedInPlace[patch.path] = found
+        }
+        if let failure { throw failure }
         guard hasher.finalize().matchesHex(item.file.sha256) else {
             throw refusal("makes a file whose SHA-256 is not the recorded \(item.file.sha256)")
         }
         // Unmapped: its pages are in the page cache; without syncfs, each file is made durable here.
         if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf)) }
+        return .made
     }
 }
