@@ -162,6 +162,7 @@ public final class ArchiveReader {
                 let count = input.read(buffer)
                 if count < 0 {
                     let number = errno
+                    input.failure = number
                     carchive_set_error(archive, number, "cannot \(input.role) the archive: \(String(cString: strerror(number)))")
                 }
                 return count
@@ -322,8 +323,9 @@ public final class ArchiveReader {
             state = .betweenEntries
             throw error.underlying
         } catch {
-            state = .failed(error as? ArchiveError ?? ArchiveError(.io, "\(error)"))
-            throw error
+            let blamed = blamingInput(error as? ArchiveError ?? ArchiveError(.io, "\(error)"))
+            state = .failed(blamed)
+            throw blamed
         }
         state = .betweenEntries
         return delivered
@@ -518,6 +520,7 @@ public final class ArchiveReader {
         let name = inputName
         if rc == ARCHIVE_OK { return }
         let number = archive_errno(archive)
+        if input?.failure != nil { throw blamingInput(ArchiveError(.corrupt, "opening \(name)")) }
         if number == EILSEQ {  // ARCHIVE_ERRNO_FILE_FORMAT: the zip reader found no end of central directory.
             let detected = FormatSniffer.describe(prefix[...]).map { "it looks like \($0)" } ?? "unrecognized data"
             throw ArchiveError(.unsupportedFormat, "\(name) is not a zip or tar archive: \(detected)")
@@ -536,9 +539,17 @@ public final class ArchiveReader {
         do {
             return try body()
         } catch {
-            state = .failed(error)
-            throw error
+            let blamed = blamingInput(error)
+            state = .failed(blamed)
+            throw blamed
         }
+    }
+
+    /// `error`, or an `.io` error when a read or map of the file failed (ENOMEM, EIO): libarchive then has a
+    /// short header or block that it calls damaged, but the archive is not to blame, the system is.
+    private func blamingInput(_ error: ArchiveError) -> ArchiveError {
+        guard let number = input?.failure, error.code != .io else { return error }
+        return ArchiveError(.io, "cannot \(input?.role ?? "read") the archive: \(Self.describe(errno: number))", errno: number)
     }
 
     /// Checks the limits for `count` more bytes of `entry` before they reach the caller.
@@ -667,6 +678,8 @@ extension String {
 private class CallbackInput {
     /// The verb of a failed read's message: "cannot map the archive", "cannot read the archive".
     var role = "read"
+    /// The errno of the read or map that failed, if one did.
+    var failure: Int32?
 
     /// Points `buffer` at the next bytes; 0 at the end, -1 on failure (errno set).
     func read(_ buffer: UnsafeMutablePointer<UnsafeRawPointer?>) -> Int { 0 }

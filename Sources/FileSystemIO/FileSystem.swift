@@ -126,6 +126,17 @@ public struct FileStamp: Sendable, Equatable {
     public var size: Int64
     public var modificationNanoseconds: Int64
     public var changeNanoseconds: Int64
+
+    /// `fstat` of an open file: a write to it in place changes the stamp (its modification and change times).
+    public init(of descriptor: Int32, path: String) throws(HCPackError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        modificationNanoseconds = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+        changeNanoseconds = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+    }
 }
 
 /// A file descriptor opened for reading, closed on deinit.
@@ -156,14 +167,7 @@ public final class OpenFile {
     deinit { close(descriptor) }
 
     /// `fstat` of the open file, as a stamp.
-    public func stamp() throws(HCPackError) -> FileStamp {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw HCPackError.system("fstat", path: path, errno: errno) }
-        return FileStamp(
-            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
-            modificationNanoseconds: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-            changeNanoseconds: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
-    }
+    public func stamp() throws(HCPackError) -> FileStamp { try FileStamp(of: descriptor, path: path) }
 
     /// Reads the file to its end in chunks, handing each to `body`.
     public func readChunks(

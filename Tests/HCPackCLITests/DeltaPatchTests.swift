@@ -259,10 +259,9 @@ struct DeltaPatchTests {
         #expect(hcpack(["install", corpus.v2, "--dest", dest, "--force"]).status == 0)
     }
 
-    @Test(
-        "DEST's copy of a base of the same size is hashed beside the patching: the base installs; other bytes, or another size, refuse it untouched; the new file already there installs",
-        arguments: ["base", "other bytes", "other size", "already new"])
-    func baseCheckedBesidePatching(dest kind: String) throws {
+    /// Two versions of one 512 KiB asset of the same size (blocks rewritten, none inserted), built, with the
+    /// delta between them at `delta.zip`: the asset travels as a patch.
+    static func sameSizeCorpus() -> (folder: TemporaryFolder, asset: [UInt8], changed: [UInt8]) {
         let folder = TemporaryFolder()
         let asset = PatchCorpus.pseudoRandom(512 << 10, seed: 21)
         var changed = asset
@@ -278,6 +277,14 @@ struct DeltaPatchTests {
         }
         let made = hcpack(["delta", folder.url("src1.zip"), folder.url("src2.zip"), "-o", folder.url("delta.zip"), "--json"])
         #expect(made.status == 0 && made.stdout.contains("\"patched\""), "\(made.stderr)")
+        return (folder, asset, changed)
+    }
+
+    @Test(
+        "DEST's copy of a base of the same size is hashed beside the patching: the base installs; other bytes, or another size, refuse it untouched; the new file already there installs",
+        arguments: ["base", "other bytes", "other size", "already new"])
+    func baseCheckedBesidePatching(dest kind: String) throws {
+        let (folder, asset, changed) = Self.sameSizeCorpus()
         folder.makeFolder("dest")
         folder.makeFolder("full")
         let dest = folder.url("dest")
@@ -521,5 +528,42 @@ struct DeltaPatchFaultTests {
             #expect(regularFiles(dest) == newFiles, "\(fault): the rerun did not end at the new version")
             try? FileManager.default.removeItem(atPath: dest)
         }
+    }
+
+    @Test(
+        "DEST's copy written to while the patch is applied to it refuses the install as [delta.patch-base], naming it, the write kept: in bytes the patch copies (not blamed on the delta) and in bytes it does not (not lost)",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment),
+        arguments: [("copied", 4096 * 5 + 7), ("not copied", 4096 * 3 + 7)])
+    func baseWrittenWhilePatching(region: String, offset: Int) throws {
+        try Requirement.strace.require()
+        let (folder, _, _) = DeltaPatchTests.sameSizeCorpus()
+        folder.makeFolder("dest")
+        let dest = folder.url("dest")
+        #expect(hcpack(["install", folder.url("src1.zip"), "--dest", dest]).status == 0)
+        // Every fallocate (the reservation of the file made from the patch comes right after that file is
+        // created in the staging folder) waits a second: the write below lands while the base is open.
+        let child = ChildInstall(
+            "/usr/bin/env",
+            ["strace", "-f", "-o", "/dev/null", "-e", "inject=fallocate:delay_enter=1000000", hcpackBinary(), "install", folder.url("delta.zip"), "--dest", dest])
+        try child.start()
+        var made: String?
+        for _ in 0..<1000 where made == nil {
+            made = FileManager.default.enumerator(atPath: dest + "/.hcpack")?.allObjects.compactMap { $0 as? String }
+                .first { $0.hasSuffix("Contents/assets.pak") && !$0.contains(".hcpack-patches") }
+            if made == nil { usleep(10_000) }
+        }
+        #expect(made != nil, "the file made from the patch never appeared in the staging folder")
+        let handle = try #require(FileHandle(forUpdatingAtPath: dest + "/assets.pak"))
+        try handle.seek(toOffset: UInt64(offset))
+        handle.write(Data("EDIT".utf8))
+        try handle.close()
+        let edited = regularFiles(dest)
+        let outcome = child.finish()
+        #expect(outcome.status == 1, "\(region): \(outcome.stderr)")
+        #expect(
+            outcome.stderr.contains("[delta.patch-base]") && outcome.stderr.contains("assets.pak changed while the delta was being installed"),
+            "\(region): \(outcome.stderr)")
+        #expect(regularFiles(dest) == edited, "\(region): DEST changed")
+        #expect(leftovers(dest).isEmpty, "\(region): \(leftovers(dest))")
     }
 }

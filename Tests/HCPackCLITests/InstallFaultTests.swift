@@ -265,6 +265,36 @@ struct InstallFaultTests {
 
     static let limited = "ulimit -n 128; exec \"$@\""
 
+    @Test(
+        "The archive's mapping failing (ENOMEM) at any of its windows ends verify and install with exit 3 naming the system's error, not a damaged archive (exit 1), DEST untouched",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func archiveMappingFails() throws {
+        try Requirement.strace.require()
+        let folder = TemporaryFolder()
+        let archive = PackageArchive(files: [("a.txt", "alpha\n")]).write(to: folder.url("p.zip"))
+        let binary = hcpackBinary()
+        for command in [["verify", archive], ["install", archive, "--dest", folder.url("dest")]] {
+            folder.makeFolder("dest")
+            // The archive's windows are the main thread's shared, populated mappings (opening, then each read).
+            let log = folder.url("mmap.log")
+            #expect(run("strace", ["-f", "-o", log, "-e", "trace=mmap", binary] + command).status == 0)
+            try? FileManager.default.removeItem(atPath: folder.url("dest"))
+            let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let main = try #require(lines.first?.split(separator: " ").first)
+            let mapsOfMain = lines.filter { $0.split(separator: " ").first == main && $0.contains("mmap(") }
+            let windows = mapsOfMain.indices.filter { mapsOfMain[$0].contains("MAP_SHARED|MAP_POPULATE") }.prefix(6)
+            #expect(windows.count >= 2, "\(command[0]): \(windows)")
+            for window in windows {
+                folder.makeFolder("dest")
+                let result = run("strace", ["-f", "-o", "/dev/null", "-e", "inject=mmap:error=ENOMEM:when=\(window + 1)", binary] + command)
+                #expect(result.status == 3, "\(command[0]), mmap \(window + 1): \(result.output)")
+                #expect(result.output.contains("Cannot allocate memory") && !result.output.contains("[archive."), "\(command[0]): \(result.output)")
+                #expect(treeListing(folder.url("dest")).isEmpty, "\(command[0])")
+                try? FileManager.default.removeItem(atPath: folder.url("dest"))
+            }
+        }
+    }
+
     @Test("600 new folders under `ulimit -n 128`: installed without running out of descriptors")
     func manyFolders() throws {
         let folder = TemporaryFolder()

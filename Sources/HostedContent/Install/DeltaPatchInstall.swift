@@ -50,23 +50,24 @@ extension InstallSession {
         lastInspected = nil
         for item in patched {
             let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
+            let location = "\(destinationPath)/\(item.patch.path)"
             // DEST's copy has the base's size: it is hashed on a second thread while the patch is applied to it
             // (a large base read twice at once, not one pass after the other), and the result kept only if it
-            // was the base.
+            // was the base. Otherwise it is found as any file is: already the new file (the same version again,
+            // or an interrupted install run again: nothing to make, planning skips it), the base, or neither.
+            let checkingBase: Bool
             if damaged.isEmpty, case .file(let size) = try inspect(item.patch.path), size == item.patch.base.size {
-                switch try apply(item, package: package, staging: staging, archive: archive, checkingBase: true) {
-                case .made: made = true
-                case .alreadyMade: break
-                case .notBase: damaged.append("\(destinationPath)/\(item.patch.path) changed since it was installed (\(needing))")
-                }
-                continue
+                checkingBase = true
+            } else {
+                let found = try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged)
+                guard damaged.isEmpty, let found, found != item.file.record else { continue }
+                checkingBase = false
             }
-            // Already the new file (the same version again, or an interrupted install run again): nothing to make,
-            // planning skips it.
-            let found = try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged)
-            if damaged.isEmpty, let found, found != item.file.record {
-                _ = try apply(item, package: package, staging: staging, archive: archive, checkingBase: false)
-                made = true
+            switch try apply(item, package: package, staging: staging, archive: archive, checkingBase: checkingBase) {
+            case .made: made = true
+            case .alreadyMade: break
+            case .notBase: damaged.append("\(location) changed since it was installed (\(needing))")
+            case .changedWhileRead: damaged.append("\(location) changed while the delta was being installed (\(needing))")
             }
         }
         lastInspected = nil
@@ -88,6 +89,8 @@ extension InstallSession {
         case alreadyMade
         /// Neither: nothing was made.
         case notBase
+        /// Written to while the patch was applied to it: nothing was made.
+        case changedWhileRead
     }
 
     /// Makes one patched file in the staging folder, where placing looks for it (`stagedPath`). `checkingBase`:
@@ -105,18 +108,19 @@ extension InstallSession {
                 "\(archive): [\(Rule.patchResult.rawValue)] the patch of Contents/\(patch.path) \(message); nothing was changed; install the full archive instead",
                 path: archive)
         }
-        // The base, mapped from DEST (read only; a copy that changed since it was hashed gives another result,
-        // which the digest below refuses).
+        // The base, mapped from DEST (read only; a copy written to meanwhile is refused below, by its stamp).
         guard let baseFolder = try destination.openDirectories(parts), let baseDescriptor = try baseFolder.openForReading(leaf) else {
             throw HCPackError(.io, "\(destinationPath)/\(patch.path) vanished while the delta was being installed; run the install again", path: destinationPath)
         }
-        // The copy's digest, from the same open file, read on its own thread while the patch is applied.
-        let baseFile = PositionedFile(descriptor: baseDescriptor, path: baseFolder.describe(leaf))
-        let baseDigest = checkingBase ? BackgroundResult { () throws(HCPackError) in try baseFile.digest() } : nil
+        var baseDigest: BackgroundResult<FileRecord>?
         defer {
             _ = baseDigest?.outcome()  // the descriptor is the thread's until it is done
             Descriptor.release(baseDescriptor)
         }
+        let baseFile = PositionedFile(descriptor: baseDescriptor, path: baseFolder.describe(leaf))
+        let baseStamp = try FileStamp(of: baseDescriptor, path: baseFile.path)
+        // The copy's digest, from the same open file, read on its own thread while the patch is applied.
+        if checkingBase { baseDigest = BackgroundResult { () throws(HCPackError) in try baseFile.digest() } }
         let base = try MappedFile(reading: baseDescriptor, path: baseFile.path)
         let stagedPatch = package.contentsPrefix + FilePatch.folder + "/" + patch.path
         guard let patchFolder = try staging.folder(of: stagedPatch), let patchDescriptor = try patchFolder.openForReading(leaf) else {
@@ -143,23 +147,24 @@ extension InstallSession {
                 failure = refusal("does not apply: \(error.message)")
             }
         }
-        if let baseDigest {
-            // What DEST's copy is decides first: a patch applied to another file fails whatever the patch.
-            let found = try baseDigest.value()
-            if found != patch.base {
-                _ = try outputFolder.removeFile(leaf)
-                if found == item.file.record {
-                    hashedInPlace[patch.path] = found
-                    return .alreadyMade
-                }
-                return .notBase
+        let madeRecorded = failure == nil && hasher.finalize().matchesHex(item.file.sha256)
+        // DEST's copy decides first: written to while it was read, or not the base, the refusal names it, not the
+        // patch. A patch that failed on a copy hashed earlier has the copy hashed again to tell which.
+        let changedWhileRead = try FileStamp(of: baseDescriptor, path: baseFile.path) != baseStamp
+        var copy = try baseDigest?.value()
+        if copy == nil && !madeRecorded { copy = try baseFile.digest() }
+        if changedWhileRead || copy.map({ $0 != patch.base }) == true {
+            _ = try outputFolder.removeFile(leaf)
+            if changedWhileRead { return .changedWhileRead }
+            if copy == item.file.record {
+                hashedInPlace[patch.path] = copy
+                return .alreadyMade
             }
-            hashedInPlace[patch.path] = found
+            return .notBase
         }
+        if let copy { hashedInPlace[patch.path] = copy }
         if let failure { throw failure }
-        guard hasher.finalize().matchesHex(item.file.sha256) else {
-            throw refusal("makes a file whose SHA-256 is not the recorded \(item.file.sha256)")
-        }
+        guard madeRecorded else { throw refusal("makes a file whose SHA-256 is not the recorded \(item.file.sha256)") }
         // Unmapped: its pages are in the page cache; without syncfs, each file is made durable here.
         if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf)) }
         return .made
