@@ -58,7 +58,7 @@ public enum FileSystemSync {
                 return
             }
             if !whileWriting { state.withLock { $0.finishing = true } }
-            let thread = Thread { [self] in
+            WorkerThread.start(name: "hcpack-syncfs") { [self] in
                 while !state.withLock({ $0.finishing }) {
                     sync(function, descriptor)
                     _ = wake.wait(timeout: .now() + .milliseconds(20))
@@ -67,8 +67,6 @@ public enum FileSystemSync {
                 close(descriptor)
                 done.signal()
             }
-            thread.name = "hcpack-syncfs"
-            thread.start()
         }
 
         private func sync(_ function: Function, _ descriptor: Int32) {

@@ -39,7 +39,7 @@ public final class ProgressiveSync: @unchecked Sendable {
             done.signal()
             return
         }
-        let thread = Thread { [self] in
+        WorkerThread.start(name: "hcpack-flush") { [self] in
             var started: Int64 = 0
             var flushed: Int64 = 0
             while !state.withLock({ $0.finishing }) {
@@ -63,8 +63,6 @@ public final class ProgressiveSync: @unchecked Sendable {
             close(descriptor)
             done.signal()
         }
-        thread.name = "hcpack-flush"
-        thread.start()
     }
 
     deinit {

@@ -295,6 +295,39 @@ struct InstallFaultTests {
         }
     }
 
+    @Test(
+        "A thread whose stack cannot be mapped at first (ENOMEM) is started again: build and install end, never hang holding DEST's lock",
+        .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
+    func threadStartFails() throws {
+        try Requirement.strace.require()
+        let folder = TemporaryFolder()
+        var package = PackageArchive()
+        package.generated = ("data/", 40, 50_000, 1)
+        let archive = package.write(to: folder.url("p.zip"))
+        folder.write("src/ContentInfo.plist", plistXML("<key>IAPProductIdentifier</key><string>com.example.threads</string><key>ContentVersion</key><string>1</string>"))
+        folder.write("src/Contents/a.bin", [UInt8](repeating: 7, count: 300_000))
+        let binary = hcpackBinary()
+        for command in [["install", archive, "--dest", folder.url("dest")], ["build", folder.url("src"), "-o", folder.url("out.zip"), "--force"]] {
+            folder.makeFolder("dest")
+            let log = folder.url("mmap.log")
+            #expect(run("strace", ["-f", "-o", log, "-e", "trace=mmap", binary] + command).status == 0)
+            let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let main = try #require(lines.first?.split(separator: " ").first)
+            let mapsOfMain = lines.filter { $0.split(separator: " ").first == main && $0.contains("mmap(") }
+            let stacks = mapsOfMain.indices.filter { mapsOfMain[$0].contains("MAP_STACK") }
+            #expect(!stacks.isEmpty, "\(command[0]) started no thread")
+            for stack in stacks.prefix(3) {
+                try? FileManager.default.removeItem(atPath: folder.url("dest"))
+                folder.makeFolder("dest")
+                // A bounded run: before, the thread's waiters waited forever (SIGKILL reaches strace and hcpack alike).
+                let result = run("timeout", ["-s", "KILL", "20", "strace", "-f", "-o", "/dev/null", "-e", "inject=mmap:error=ENOMEM:when=\(stack + 1)", binary] + command)
+                #expect(result.status == 0, "\(command[0]), mmap \(stack + 1): \(result.output)")
+            }
+            #expect(hcpack(["verify", command[0] == "install" ? archive : folder.url("out.zip")]).status == 0)
+            try? FileManager.default.removeItem(atPath: folder.url("dest"))
+        }
+    }
+
     @Test("600 new folders under `ulimit -n 128`: installed without running out of descriptors")
     func manyFolders() throws {
         let folder = TemporaryFolder()

@@ -54,12 +54,8 @@ final class ArchiveOutput: @unchecked Sendable {
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
         for _ in 0..<Self.slotCount { freeSlots.signal() }
-        let writer = Thread { [self] in work(lane: 0, hasher: nil) }
-        writer.name = "hcpack-write"
-        writer.start()
-        let hasher = Thread { [self] in work(lane: 1, hasher: Digest.Hasher(.sha256)) }
-        hasher.name = "hcpack-hash"
-        hasher.start()
+        WorkerThread.start(name: "hcpack-write") { [self] in work(lane: 0, hasher: nil) }
+        WorkerThread.start(name: "hcpack-hash") { [self] in work(lane: 1, hasher: Digest.Hasher(.sha256)) }
     }
 
     deinit {

@@ -68,12 +68,10 @@ final class PreparedEntries: @unchecked Sendable {
         workerCount = included.isEmpty ? 0 : max(1, ProcessInfo.processInfo.activeProcessorCount)
         for number in 0..<workerCount {
             stopped.enter()
-            let thread = Thread { [self] in
+            WorkerThread.start(name: "hcpack-deflate-\(number)") { [self] in
                 work(number)
                 stopped.leave()
             }
-            thread.name = "hcpack-deflate-\(number)"
-            thread.start()
         }
     }
 

@@ -17,7 +17,7 @@ final class SourceHashing: @unchecked Sendable {
 
     /// Starts hashing `files` (relative to `root`).
     init(_ files: [PackageScanner.PendingFile], root: String) {
-        let thread = Thread { [self] in
+        WorkerThread.start(name: "hcpack-sources") { [self] in
             do throws(HCPackError) {
                 outcome = .success(try PackageScanner.readAll(files, root: root) { [self] in cancelled.load(ordering: .relaxed) })
             } catch {
@@ -25,8 +25,6 @@ final class SourceHashing: @unchecked Sendable {
             }
             done.signal()
         }
-        thread.name = "hcpack-sources"
-        thread.start()
     }
 
     /// True for the first caller only: the one whose `results` these are.

@@ -57,7 +57,7 @@ final class SourceReader: @unchecked Sendable {
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
         for _ in 0..<Self.slotCount { freeSlots.signal() }
-        let thread = Thread { [self] in
+        WorkerThread.start(name: "hcpack-read") { [self] in
             for item in items where item.kind == .file {
                 if cancelled.load(ordering: .relaxed) { break }
                 do throws(HCPackError) {
@@ -69,8 +69,6 @@ final class SourceReader: @unchecked Sendable {
             }
             handOver()
         }
-        thread.name = "hcpack-read"
-        thread.start()
     }
 
     deinit {

@@ -50,9 +50,7 @@ final class DownloadSink: @unchecked Sendable {
         buffers = (0..<Self.bufferCount).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.bufferSize, alignment: 64)
         }
-        let thread = Thread { [self] in work() }
-        thread.name = "hcpack-download-sha256"
-        thread.start()
+        WorkerThread.start(name: "hcpack-download-sha256") { [self] in work() }
     }
 
     deinit {

@@ -46,7 +46,7 @@ public enum Fetcher {
         AsyncThrowingStream { continuation in
             let cancellation = FetchCancellation()
             continuation.onTermination = { _ in cancellation.cancel() }
-            let thread = Thread {
+            WorkerThread.start(name: "hcpack-fetch") {
                 do {
                     let report = try fetch(options, cancellation: cancellation) { continuation.yield(.event($0)) }
                     continuation.yield(.finished(report))
@@ -55,7 +55,6 @@ public enum Fetcher {
                     continuation.finish(throwing: error)
                 }
             }
-            thread.start()
         }
     }
 

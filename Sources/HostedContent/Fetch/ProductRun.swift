@@ -37,7 +37,7 @@ final class ProductRun: Sendable {
         let group = DispatchGroup()
         for _ in 0..<min(jobs, packages.count) {
             group.enter()
-            let thread = Thread { [self] in
+            WorkerThread.start(name: "hcpack-product") { [self] in
                 defer { group.leave() }
                 guard let downloader = try? Downloader(limits: options.http, policy: options.retry, cancellation: cancellation) else { return }
                 while true {
@@ -50,7 +50,6 @@ final class ProductRun: Sendable {
                     results.withLock { $0[index] = report }
                 }
             }
-            thread.start()
         }
         group.wait()
         let done = results.withLock { $0 }

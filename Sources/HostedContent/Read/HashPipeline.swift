@@ -107,9 +107,7 @@ final class HashPipeline: @unchecked Sendable {
             }
         lanes = JobLanes(count: workers.count)
         for (index, worker) in workers.enumerated() {
-            let thread = Thread { [self] in work(worker) }
-            thread.name = index == 0 ? "hcpack-sha256" : "hcpack-write"
-            thread.start()
+            WorkerThread.start(name: index == 0 ? "hcpack-sha256" : "hcpack-write") { [self] in work(worker) }
         }
     }
 

@@ -85,12 +85,10 @@ final class StoredDataHashing: @unchecked Sendable {
         spanLimit = Atomic(spans.count)
         threadCount = spans.isEmpty ? 0 : max(1, min(ProcessInfo.processInfo.activeProcessorCount, spans.count))
         for index in 0..<threadCount {
-            let thread = Thread { [self] in
+            WorkerThread.start(name: "hcpack-stored-\(index)") { [self] in
                 work()
                 stopped.signal()
             }
-            thread.name = "hcpack-stored-\(index)"
-            thread.start()
         }
     }
 
