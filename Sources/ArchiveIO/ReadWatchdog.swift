@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import FileSystemIO
 
 #if canImport(Glibc)
     import Glibc
@@ -77,10 +78,10 @@ final class ReadProgress: Sendable {
     }
 }
 
-/// The timer that checks a `ReadProgress`; cancelled when the reader goes.
+/// The thread that checks a `ReadProgress` every interval; it ends when the reader goes.
 final class ReadWatchdog {
     let progress = ReadProgress()
-    private let timer: any DispatchSourceTimer
+    private let stop = DispatchSemaphore(value: 0)
 
     /// Nil when `limits.stallSeconds` is 0 (no watchdog).
     init?(limits: ArchiveLimits, inputName: String) {
@@ -89,16 +90,17 @@ final class ReadWatchdog {
             progress: progress, stallSeconds: limits.stallSeconds, maxGrowth: limits.maxStallMemoryGrowth,
             inputName: inputName)
         let interval = min(1.0, limits.stallSeconds / 4)
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "ArchiveIO.ReadWatchdog"))
-        timer.setEventHandler { monitor.check() }
-        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(50))
-        timer.activate()
+        let stop = self.stop
+        // A thread of hcpack's own, not a dispatch timer: libdispatch retries forever a thread it cannot start.
+        WorkerThread.start(name: "hcpack-watchdog") {
+            while stop.wait(timeout: .now() + interval) == .timedOut { monitor.check() }
+        }
     }
 
-    deinit { timer.cancel() }
+    deinit { stop.signal() }
 }
 
-/// The check itself, on the timer's queue.
+/// The check itself, on the watchdog's thread.
 private final class StallMonitor: Sendable {
     let progress: ReadProgress
     let stallSeconds: Double

@@ -113,7 +113,7 @@ public final class MappedFile {
         // prefix at up to a GiB a second, and a fault can map a large folio at once.
         let stop = DispatchSemaphore(value: 0)
         let finished = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        WorkerThread.start(name: "hcpack-release") {
             repeat {
                 _ = madvise(UnsafeMutableRawPointer(bitPattern: address), length, Int32(MADV_DONTNEED))
             } while stop.wait(timeout: .now() + .milliseconds(5)) == .timedOut

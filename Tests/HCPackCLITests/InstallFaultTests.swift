@@ -328,6 +328,30 @@ struct InstallFaultTests {
         }
     }
 
+    @Test(
+        "Under a thread limit (prlimit --nproc, run as nobody) install ends at once with exit 3, saying it could not start a thread, DEST's files untouched",
+        .enabled(if: Requirement.otherUser.enabled, Requirement.otherUser.comment))
+    func threadLimit() throws {
+        try Requirement.otherUser.require()
+        let folder = TemporaryFolder()
+        var package = PackageArchive()
+        package.generated = ("data/", 20, 50_000, 1)
+        let archive = package.write(to: folder.url("p.zip"))
+        // A copy nobody can run and read, in a folder nobody can write.
+        let binary = folder.url("hcpack")
+        try FileManager.default.copyItem(atPath: hcpackBinary(), toPath: binary)
+        for limit in 1...4 {
+            let dest = folder.url("dest-\(limit)")
+            folder.makeFolder("dest-\(limit)")
+            #expect(run("chmod", ["-R", "a+rwX", folder.path]).status == 0)
+            let result = run(
+                "timeout", ["-s", "KILL", "60", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "prlimit", "--nproc=\(limit)", binary, "install", archive, "--dest", dest])
+            #expect(result.status == 3, "--nproc=\(limit): \(result.output)")
+            #expect(result.output.contains("could not start a thread"), "--nproc=\(limit): \(result.output)")
+            #expect(regularFiles(dest).isEmpty, "--nproc=\(limit)")
+        }
+    }
+
     @Test("600 new folders under `ulimit -n 128`: installed without running out of descriptors")
     func manyFolders() throws {
         let folder = TemporaryFolder()

@@ -46,6 +46,11 @@ public struct Requirement: Sendable {
         reason: "needs root and chattr +i on the temporary folder's file system (e2fsprogs; ext4, xfs or btrfs)",
         isMet: canSetImmutable())
 
+    /// Root that may run a command as nobody (`setpriv`, util-linux), for per-user limits root is exempt from.
+    public static let otherUser = Requirement(
+        reason: "needs root, to run a command as nobody with setpriv (util-linux)",
+        isMet: getuid() == 0 && run("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "true"]).status == 0)
+
     /// Go, for Go's archive/zip as a zip reader and golang.org/x/mod/sumdb/note for signing interop.
     public static let go = Requirement(
         reason: "needs Go (make deps installs golang-go and golang-golang-x-mod-dev)",

@@ -170,12 +170,14 @@ public enum PackageScanner {
     /// second core nearly halves a build's or verify's first pass. Memory: one 1 MiB buffer per worker.
     /// Once `isCancelled` says so, no new file is started (the result is then partial).
     static func readAll(
-        _ files: [PendingFile], root: String, isCancelled: @Sendable () -> Bool = { false }
+        _ files: [PendingFile], root: String, isCancelled: @escaping @Sendable () -> Bool = { false }
     ) throws(HCPackError) -> [FileFacts] {
         let slots = ResultSlots<FileFacts>(count: files.count)
         let next = Mutex(0)
         let workers = min(files.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        // This thread and workers - 1 threads of hcpack's own (WorkerThread), not concurrentPerform: libdispatch
+        // retries a thread it cannot start forever.
+        let readFiles: @Sendable () -> Void = {
             while true {
                 let index = next.withLock { value -> Int in
                     defer { value += 1 }
@@ -191,6 +193,16 @@ public enum PackageScanner {
                 }
             }
         }
+        let helpers = DispatchGroup()
+        for number in 1..<max(workers, 1) {
+            helpers.enter()
+            WorkerThread.start(name: "hcpack-read-\(number)") {
+                readFiles()
+                helpers.leave()
+            }
+        }
+        readFiles()
+        helpers.wait()
         return try slots.values()
     }
 

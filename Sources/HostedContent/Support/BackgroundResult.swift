@@ -7,9 +7,10 @@ final class BackgroundResult<Value: Sendable>: Sendable {
     private let result = Mutex<Result<Value, HCPackError>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts `work` at once on a global queue.
+    /// Starts `work` at once on a thread of its own.
     init(_ work: @escaping @Sendable () throws(HCPackError) -> Value) {
-        DispatchQueue.global().async { [self] in
+        // A thread of its own, not a dispatch queue: libdispatch retries a thread it cannot start forever.
+        WorkerThread.start(name: "hcpack-background") { [self] in
             let outcome: Result<Value, HCPackError>
             do throws(HCPackError) { outcome = .success(try work()) } catch { outcome = .failure(error) }
             result.withLock { $0 = outcome }
