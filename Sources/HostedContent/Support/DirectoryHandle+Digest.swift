@@ -3,15 +3,9 @@ import Digest
 extension DirectoryHandle {
     /// The size and SHA-256 of a regular file, read without following symlinks; nil when it does not exist.
     public func digest(_ name: String) throws(HCPackError) -> FileRecord? {
-        let hasher = Digest.Hasher(.sha256)
-        var total: Int64 = 0
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
-        defer { buffer.deallocate() }
-        let found = try readChunks(name, buffer: buffer) { chunk in
-            hasher.update(chunk)
-            total += Int64(chunk.count)
-        }
-        return found ? FileRecord(size: total, sha256: hasher.finalize().hexString) : nil
+        guard let file = try openForReading(name) else { return nil }
+        defer { Descriptor.release(file) }
+        return try PositionedFile(descriptor: file, path: describe(name)).digest()
     }
 }
 
