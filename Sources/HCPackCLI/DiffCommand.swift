@@ -58,7 +58,10 @@ struct DiffCommand: Command {
         let identity = [info.productIdentifier, info.contentVersion].compactMap { $0 }.map(PackagePath.printable).joined(
             separator: " ")
         let basis = side.usesFilesList ? "Files list" : "all files under Contents/"
-        let delta = side.delta.map { "; a delta from \($0.baseVersion), counted as the full version" } ?? ""
+        var delta = side.delta.map { "; a delta from \($0.baseVersion), counted as the full version" } ?? ""
+        if !side.leftInPlace.isEmpty {
+            delta += "; \(ReportRendering.plural(side.leftInPlace.count, "file")) it leaves in place not compared: the other side is not its base"
+        }
         return
             "\(identity.isEmpty ? "no identity" : identity); \(ReportRendering.plural(side.files.count, "file")), \(side.bytes) bytes (\(basis)\(delta))"
     }
@@ -107,9 +110,10 @@ struct DiffCommand: Command {
             ("bytes", .number(side.bytes)),
             ("deltaBaseVersion", side.delta.map { .string($0.baseVersion) } ?? .null),
         ])
-        // A delta's patched files (issue 32), only for a delta.
+        // A delta's patched files (issue 32) and the files it leaves in place unresolved, only for a delta.
         guard side.delta != nil else { return object }
         return object.appending("patched", .array(FilePatch.summaries(of: side.contentInfo).map(DeltaCommand.json)))
+            .appending("notCompared", .array(side.leftInPlace.map(JSONValue.string)))
     }
 
     static func json(_ diff: PackageDiff) -> JSONValue {

@@ -317,3 +317,180 @@ struct DeltaInspectTests {
         #expect(hcpack(["diff", v1, patch]).stdout.contains("a delta from 1.0"))
     }
 }
+
+/// Rewrites the delta `input`'s ContentInfo.plist with `edit` (Python, on the plist as a dict `p`, with
+/// `full`, NEW's plist), every other entry copied as it was.
+func editDeltaPlist(_ input: String, new full: String, to output: String, _ edit: String, in folder: TemporaryFolder) {
+    let script = """
+        import sys, zipfile, plistlib
+        src, full, out = sys.argv[1:4]
+        z = zipfile.ZipFile(src)
+        p = plistlib.loads(z.read('ContentInfo.plist'))
+        full = plistlib.loads(zipfile.ZipFile(full).read('ContentInfo.plist'))
+        \(edit)
+        with zipfile.ZipFile(out, 'w') as o:
+            for i in z.infolist():
+                o.writestr(i, plistlib.dumps(p) if i.filename == 'ContentInfo.plist' else z.read(i))
+        """
+    let result = python(script, arguments: [input, full, output], in: folder.path)
+    #expect(result.status == 0, "\(result.output)")
+}
+
+@Suite("A delta records only the files it changes; install holds the rest to a digest of NEW's records")
+struct DeltaUnchangedDigestTests {
+    @Test("The delta records what it carries; UnchangedSHA256 is the documented digest of NEW's other records, computed by Python")
+    func recordsOnlyWhatChanges() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        // docs/format.md's formula, over NEW's records of the files the delta leaves in place.
+        let script = """
+            import sys, zipfile, plistlib, hashlib
+            d = plistlib.loads(zipfile.ZipFile(sys.argv[1]).read('ContentInfo.plist'))
+            n = plistlib.loads(zipfile.ZipFile(sys.argv[2]).read('ContentInfo.plist'))['HCPackIntegrity']
+            left = {k: v for k, v in n.items() if k not in d['HCPackIntegrity']}
+            digest = hashlib.sha256(b"".join(b"%s\\0%d\\0%s\\n" % (p.encode(), r["Size"], r["SHA256"].encode())
+                for p, r in sorted(left.items(), key=lambda kv: kv[0].encode()))).hexdigest()
+            print(sorted(d['HCPackIntegrity']), sorted(left))
+            print(digest == d['HCPackDeltaBase']['UnchangedSHA256'], all(d['HCPackIntegrity'][k] == n[k] for k in d['HCPackIntegrity']))
+            """
+        let checked = python(script, arguments: [patch, v2], in: corpus.folder.path)
+        #expect(checked.status == 0, "\(checked.output)")
+        #expect(
+            checked.output
+                == "['levels/1.json', 'levels/3.json', 'new/dir/added.txt'] ['art/Café.txt', 'index.json', 'levels/2.json']\nTrue True\n")
+        #expect(hcpack(["verify", patch]).status == 0)
+
+        // Installed through the delta, DEST holds what a full install holds, receipt included.
+        let viaDelta = corpus.dest("via-delta"), full = corpus.dest("full")
+        #expect(hcpack(["install", v1, "--dest", viaDelta]).status == 0)
+        #expect(hcpack(["install", patch, "--dest", viaDelta]).status == 0)
+        #expect(hcpack(["install", v2, "--dest", full]).status == 0)
+        #expect(regularFiles(viaDelta) == regularFiles(full))
+        #expect(corpus.receipt(viaDelta) == corpus.receipt(full))
+    }
+
+    @Test("A receipt that does not hold NEW's records of the files left in place refuses the delta; DEST untouched")
+    func receiptHeldToDigest() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let receiptPath = ".hcpack/receipts/com.example.levels.json"
+
+        func refused(_ name: String, mentioning text: String, editing edit: String) {
+            let dest = corpus.dest(name)
+            #expect(hcpack(["install", v1, "--dest", dest]).status == 0)
+            let receipt = corpus.folder.url("\(name)/\(receiptPath)")
+            let edited = python(
+                "import json, sys\nr = json.load(open(sys.argv[1]))\n\(edit)\njson.dump(r, open(sys.argv[1], 'w'), indent=2)",
+                arguments: [receipt], in: corpus.folder.path)
+            #expect(edited.status == 0, "\(edited.output)")
+            let before = treeListing(dest)
+            let result = hcpack(["install", patch, "--dest", dest])
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr.contains(text) && result.stderr.contains("install the full archive"), "\(result.stderr)")
+            #expect(treeListing(dest) == before)
+        }
+        // index.json's recorded digest changed: DEST's file matches neither it nor the receipt.
+        refused(
+            "tampered", mentioning: "UnchangedSHA256 differs",
+            editing: "[f.update(sha256='0' * 64) for f in r['files'] if f['path'] == 'index.json']")
+        // A record of another size: the receipt no longer holds the base's records.
+        refused(
+            "resized", mentioning: "UnchangedSHA256 differs",
+            editing: "[f.update(size=f['size'] + 1) for f in r['files'] if f['path'] == 'levels/2.json']")
+        refused(
+            "missing", mentioning: "does not record a file that",
+            editing: "r['files'] = [f for f in r['files'] if f['path'] != 'art/Café.txt']")
+    }
+
+    @Test("A delta that records every listed file, without UnchangedSHA256 (as hcpack made them before), verifies and installs as before")
+    func everyRecordFormat() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let older = corpus.folder.url("older.zip")
+        editDeltaPlist(
+            patch, new: v2, to: older,
+            "del p['HCPackDeltaBase']['UnchangedSHA256']\np['HCPackIntegrity'] = full['HCPackIntegrity']", in: corpus.folder)
+        #expect(hcpack(["verify", older]).status == 0)
+        let viaOlder = corpus.dest("via-older"), full = corpus.dest("full")
+        #expect(hcpack(["install", v1, "--dest", viaOlder]).status == 0)
+        let applied = hcpack(["install", older, "--dest", viaOlder])
+        #expect(applied.status == 0, "\(applied.stderr)")
+        #expect(hcpack(["install", v2, "--dest", full]).status == 0)
+        #expect(regularFiles(viaOlder) == regularFiles(full))
+
+        // Without the digest and without the records, the files left in place cannot be checked.
+        let bare = corpus.folder.url("bare.zip")
+        editDeltaPlist(patch, new: v2, to: bare, "del p['HCPackDeltaBase']['UnchangedSHA256']", in: corpus.folder)
+        let unrecorded = hcpack(["verify", bare])
+        #expect(unrecorded.status == 1 && unrecorded.stdout.contains("[delta.missing-record] Contents/index.json"), "\(unrecorded.stdout)")
+
+        let malformed = corpus.folder.url("malformed.zip")
+        editDeltaPlist(patch, new: v2, to: malformed, "p['HCPackDeltaBase']['UnchangedSHA256'] = 'AB' * 32", in: corpus.folder)
+        let refused = hcpack(["verify", malformed])
+        #expect(refused.status == 1 && refused.stdout.contains("[delta.malformed]"), "\(refused.stdout)")
+
+        // A carried file still needs its record.
+        let carriedBare = corpus.folder.url("carried-bare.zip")
+        editDeltaPlist(patch, new: v2, to: carriedBare, "del p['HCPackIntegrity']['levels/3.json']", in: corpus.folder)
+        let carried = hcpack(["verify", carriedBare])
+        #expect(carried.status == 1 && carried.stdout.contains("[integrity.missing-record] Contents/levels/3.json"), "\(carried.stdout)")
+    }
+
+    @Test("A delta's digest covers the files it leaves in place under a signature: editing it breaks the signature")
+    func signedDigest() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let key = corpus.folder.url("k.key")
+        #expect(hcpack(["keygen", "--name", "example.com/levels", "-o", key]).status == 0)
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch, "--sign-key", key]).status == 0)
+        let signed = hcpack(["verify", patch, "--trusted-key", key + ".pub"])
+        #expect(signed.status == 0, "\(signed.stdout)")
+        #expect(!signed.stdout.contains("unsigned-file"))
+        let edited = corpus.folder.url("e.zip")
+        editDeltaPlist(patch, new: v2, to: edited, "p['HCPackDeltaBase']['UnchangedSHA256'] = '0' * 64", in: corpus.folder)
+        try FileManager.default.copyItem(atPath: patch + ".hcsig", toPath: edited + ".hcsig")
+        let dest = corpus.dest("d")
+        #expect(hcpack(["install", v1, "--dest", dest]).status == 0)
+        let before = treeListing(dest)
+        let result = hcpack(["install", edited, "--dest", dest, "--trusted-key", key + ".pub"])
+        #expect(result.status == 1 && result.stdout.contains("signature.mismatch"), "\(result.stdout)\(result.stderr)")
+        #expect(treeListing(dest) == before)
+    }
+
+    @Test("diff takes what a delta leaves in place from its base or target; against anything else those files are not compared")
+    func diffLeftInPlace() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let same = try #require(jsonObject(hcpack(["diff", v2, patch, "--json"]).stdout))
+        #expect((same["counts"] as? [String: Int]) == ["added": 0, "removed": 0, "changed": 0, "unchanged": 6])
+        #expect((same["new"] as? [String: Any])?["notCompared"] as? [String] == [])
+
+        // A 1.0 with index.json edited is not the base: index.json, art/Café.txt, levels/2.json are unknown.
+        var edited = DeltaCorpus.v1
+        edited[0].1 = "{\"title\": \"Other\"}\n"
+        let other = corpus.build("other.zip", version: "1.0", files: edited)
+        let result = hcpack(["diff", other, patch, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let diff = try #require(jsonObject(result.stdout))
+        #expect((diff["new"] as? [String: Any])?["notCompared"] as? [String] == ["art/Café.txt", "index.json", "levels/2.json"])
+        let named = ((diff["added"] as? [[String: Any]]) ?? []) + ((diff["removed"] as? [[String: Any]]) ?? [])
+            + ((diff["changed"] as? [[String: Any]]) ?? []) + ((diff["unchanged"] as? [[String: Any]]) ?? [])
+        #expect(named.compactMap { $0["path"] as? String }.sorted() == ["levels/1.json", "levels/3.json", "new/dir/added.txt", "old/gone.txt"])
+        // NEW's added and changed files against the edited 1.0: levels/3.json and new/dir/added.txt added,
+        // levels/1.json changed, old/gone.txt removed; the unknown files count on neither side.
+        let bytes = { (files: [(String, String)], paths: [String]) in files.filter { paths.contains($0.0) }.map { $0.1.utf8.count }.reduce(0, +) }
+        let expected = bytes(DeltaCorpus.v2, ["levels/1.json", "levels/3.json", "new/dir/added.txt"])
+            - bytes(DeltaCorpus.v1, ["levels/1.json", "old/gone.txt"])
+        #expect(diff["sizeDelta"] as? Int == expected)
+        #expect(hcpack(["diff", other, patch]).stdout.contains("3 files it leaves in place not compared"))
+    }
+}

@@ -11,6 +11,7 @@ public struct DeltaBase: Sendable, Equatable {
     static let versionKey = "ContentVersion"
     static let plistKey = "PlistSHA256"
     static let targetKey = "TargetPlistSHA256"
+    static let unchangedKey = "UnchangedSHA256"
 
     /// ContentVersion of the base (OLD), as written.
     public var baseVersion: String
@@ -19,12 +20,27 @@ public struct DeltaBase: Sendable, Equatable {
     /// SHA-256 of the full NEW package's ContentInfo.plist bytes (without this key): what an install through
     /// the delta records in its receipt, exactly as a full install of NEW would.
     public var targetPlistSHA256: String
+    /// SHA-256 of the records (`unchangedDigest`) of the listed files the delta neither carries nor patches,
+    /// when it has no integrity records for them: install takes those from DEST's receipt and checks them
+    /// against this. nil: the delta records every listed file (as deltas made before this key existed do).
+    public var unchangedSHA256: String?
 
     /// A delta base record.
-    public init(baseVersion: String, basePlistSHA256: String, targetPlistSHA256: String) {
+    public init(baseVersion: String, basePlistSHA256: String, targetPlistSHA256: String, unchangedSHA256: String? = nil) {
         self.baseVersion = baseVersion
         self.basePlistSHA256 = basePlistSHA256
         self.targetPlistSHA256 = targetPlistSHA256
+        self.unchangedSHA256 = unchangedSHA256
+    }
+
+    /// The digest `unchangedSHA256` holds: SHA-256 over "PATH\0SIZE\0SHA256\n" for each record, sorted by
+    /// the paths' UTF-8 bytes (SIZE in decimal, SHA256 as recorded: lower-case hex).
+    public static func unchangedDigest(_ records: [(path: String, record: FileRecord)]) -> String {
+        let hasher = Digest.Hasher(.sha256)
+        for (path, record) in records.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) {
+            hasher.update(Array("\(path)\u{0}\(record.size)\u{0}\(record.sha256)\n".utf8))
+        }
+        return hasher.finalize().hexString
     }
 
     /// Why `HCPackDeltaBase` is malformed.
@@ -48,17 +64,20 @@ public struct DeltaBase: Sendable, Equatable {
             }
             return text
         }
-        return DeltaBase(baseVersion: version, basePlistSHA256: try digest(plistKey), targetPlistSHA256: try digest(targetKey))
+        return DeltaBase(
+            baseVersion: version, basePlistSHA256: try digest(plistKey), targetPlistSHA256: try digest(targetKey),
+            unchangedSHA256: fields[unchangedKey] == nil ? nil : try digest(unchangedKey))
     }
 
     /// The plist value of the key.
     public var plistValue: PlistValue {
-        .dictionary(
-            PlistDictionary([
-                .init(key: Self.versionKey, value: .string(baseVersion)),
-                .init(key: Self.plistKey, value: .string(basePlistSHA256)),
-                .init(key: Self.targetKey, value: .string(targetPlistSHA256)),
-            ]))
+        var fields = PlistDictionary([
+            .init(key: Self.versionKey, value: .string(baseVersion)),
+            .init(key: Self.plistKey, value: .string(basePlistSHA256)),
+            .init(key: Self.targetKey, value: .string(targetPlistSHA256)),
+        ])
+        if let unchangedSHA256 { fields[Self.unchangedKey] = .string(unchangedSHA256) }
+        return .dictionary(fields)
     }
 
     /// True for 64 lower-case hex digits.

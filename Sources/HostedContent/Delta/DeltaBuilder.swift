@@ -108,10 +108,14 @@ public enum DeltaBuilder {
         }
         let carried = new.files.filter { old.records[$0] != new.records[$0] }
         let carriedSet = Set(carried)
+        // Records only for what the delta carries or patches; the rest are DEST's, checked against their digest.
+        let unchanged = new.files.filter { !carriedSet.contains($0) }.compactMap { path in new.records[path].map { (path, $0) } }
         let base = DeltaBase(
-            baseVersion: old.version.text, basePlistSHA256: old.plistSHA256, targetPlistSHA256: new.plistSHA256)
+            baseVersion: old.version.text, basePlistSHA256: old.plistSHA256, targetPlistSHA256: new.plistSHA256,
+            unchangedSHA256: DeltaBase.unchangedDigest(unchanged))
         var info = new.info
         info.dictionary[DeltaBase.key] = base.plistValue
+        info.integrity = new.records.filter { carriedSet.contains($0.key) }
 
         let root: String
         if let inputs {
@@ -142,7 +146,7 @@ public enum DeltaBuilder {
         }
         // Digests checked before writing: what was copied out of NEW is what NEW records.
         let built = (try? plan.contentInfo?.parseIntegrity()) ?? nil
-        for path in new.files where built?[path] != new.records[path] {
+        for path in carried where built?[path] != new.records[path] {
             throw HCPackError(
                 .io, "\(options.new): Contents/\(path) changed while the delta was being made; run again once nothing writes to it",
                 path: options.new)

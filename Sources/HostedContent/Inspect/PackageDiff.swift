@@ -49,6 +49,9 @@ public struct DiffSide: Sendable {
     /// The delta record when the side is a delta package: its listed files that it does not carry count with
     /// their recorded size and SHA-256, so a delta compares like the full version it stands for.
     public var delta: DeltaBase?
+    /// A delta's listed files that it neither carries nor records (DeltaBase.unchangedSHA256): compared with
+    /// the other side's copies when those are what the digest names, else not compared.
+    public var leftInPlace: [String] = []
     /// Total size of the compared files.
     /// (Saturating: a delta's records are its own claims, and several near 2^63 trapped.)
     public var bytes: Int64 { files.values.saturatingSum(\.size) }
@@ -66,8 +69,8 @@ public struct PackageDiff: Sendable {
     /// The changes of one kind, sorted by path.
     public func files(_ kind: FileChangeKind) -> [FileChange] { changes.filter { $0.kind == kind } }
 
-    /// NEW's compared bytes minus OLD's.
-    public var sizeDelta: Int64 { new.bytes - old.bytes }
+    /// NEW's compared bytes minus OLD's (files a delta leaves in place, not compared, count on neither side).
+    public var sizeDelta: Int64 { changes.saturatingSum(\.sizeDelta) }
 
     /// How the ContentVersions compare.
     public var versionChange: VersionChange {
@@ -99,8 +102,12 @@ public enum PackageComparer {
 
     /// Compares two sides already read.
     public static func compare(old: DiffSide, new: DiffSide) -> PackageDiff {
+        let old = old.resolvingLeftInPlace(from: new)
+        let new = new.resolvingLeftInPlace(from: old)
         var changes: [FileChange] = []
-        for path in Set(old.files.keys).union(new.files.keys) {
+        // What a delta leaves in place, unresolved, is unknown here: neither added nor removed.
+        let unknown = Set(old.leftInPlace).union(new.leftInPlace)
+        for path in Set(old.files.keys).union(new.files.keys) where !unknown.contains(path) {
             let before = old.files[path]
             let after = new.files[path]
             let kind: FileChangeKind
@@ -146,10 +153,40 @@ public enum PackageComparer {
         let carried = delta == nil ? nil : (try? info.parseIntegrity()) ?? nil
         if let listed = info.files {
             var files: [String: FileRecord] = [:]
-            for file in listed { if let record = present[file] ?? carried?[file] { files[file] = record } }
-            return DiffSide(path: path, contentInfo: info, usesFilesList: true, files: files, delta: delta)
+            var leftInPlace: [String] = []
+            // With a digest, the files left in place are what it names, whatever records the delta has (as install reads it).
+            let digested = delta?.unchangedSHA256 != nil
+            let patched = digested && info.dictionary[FilePatch.key] != nil ? Set(((try? FilePatch.all(of: info)) ?? [:]).keys) : []
+            for file in listed {
+                if let record = present[file] ?? (digested && !patched.contains(file) ? nil : carried?[file]) {
+                    files[file] = record
+                } else if digested {
+                    leftInPlace.append(file)
+                }
+            }
+            var side = DiffSide(path: path, contentInfo: info, usesFilesList: true, files: files, delta: delta)
+            side.leftInPlace = leftInPlace
+            return side
         }
         let files = present.filter { !PackagePath.isJunk(Verifier.contentsPrefix + $0.key) }
         return DiffSide(path: path, contentInfo: info, usesFilesList: false, files: files)
+    }
+}
+
+extension DiffSide {
+    /// This side with the files it leaves in place taken from `other`, when `other` holds exactly the records
+    /// this delta's digest names for them (so `other` is its base, or the version it makes).
+    func resolvingLeftInPlace(from other: DiffSide) -> DiffSide {
+        guard !leftInPlace.isEmpty, let digest = delta?.unchangedSHA256 else { return self }
+        var found: [(path: String, record: FileRecord)] = []
+        for path in leftInPlace {
+            guard let record = other.files[path] else { return self }
+            found.append((path, record))
+        }
+        guard DeltaBase.unchangedDigest(found) == digest else { return self }
+        var resolved = self
+        for (path, record) in found { resolved.files[path] = record }
+        resolved.leftInPlace = []
+        return resolved
     }
 }

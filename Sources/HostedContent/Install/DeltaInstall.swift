@@ -3,9 +3,11 @@
 /// (receipt: product, base version, base plist SHA-256) and every carried-over file with the new version's
 /// size and SHA-256; the plan then finds those files in place, exactly as a full install of NEW would.
 extension InstallSession {
-    /// The listed files the delta does not carry, each with the size and SHA-256 the new version records.
-    func carriedFiles(_ report: VerificationReport, archive: String) throws(HCPackError) -> [InstalledFile] {
-        guard let info = report.contentInfo, let listed = info.files else { return [] }
+    /// The listed files the delta does not carry, each with the size and SHA-256 the new version records: the
+    /// delta's own records or, when the delta names their digest (`DeltaBase.unchangedSHA256`), DEST's
+    /// receipt's, checked against it.
+    func carriedFiles(_ report: VerificationReport, package: Package, archive: String) throws(HCPackError) -> [InstalledFile] {
+        guard let info = report.contentInfo, let listed = info.files, let delta = report.deltaBase else { return [] }
         let records = (try? info.integrityRecords()) ?? nil
         var present: Set<String> = []
         for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
@@ -14,18 +16,62 @@ extension InstallSession {
         // Patched files are made from DEST's copies instead (DeltaPatchInstall.swift).
         let patched = info.dictionary[FilePatch.key] == nil ? [:] : (try? FilePatch.all(of: info)) ?? [:]
         var carried: [InstalledFile] = []
+        var unrecorded: [String] = []  // left in place, their records taken from DEST's receipt
         for path in listed where !present.contains(path) && patched[path] == nil {
             // Verify's rules refuse these before install gets here; this only guards against a rule relaxed later.
-            guard let record = records?[path], PackagePath.unsafeArchiveNameReason(path) == nil,
-                path.split(separator: "/").first != Substring(Installer.metadataFolder)
+            guard PackagePath.unsafeArchiveNameReason(path) == nil,
+                path.split(separator: "/").first != Substring(Installer.metadataFolder),
+                records?[path] != nil || delta.unchangedSHA256 != nil
             else {
                 throw HCPackError(
                     .invalidPackage, "\(archive): Contents/\(path) is neither carried nor recorded by the delta; run hcpack verify on it",
                     path: archive)
             }
-            carried.append(InstalledFile(path: path, size: record.size, sha256: record.sha256))
+            // With a digest, every file left in place is held to it, recorded by the delta or not.
+            if delta.unchangedSHA256 == nil, let record = records?[path] {
+                carried.append(InstalledFile(path: path, size: record.size, sha256: record.sha256))
+            } else {
+                unrecorded.append(path)
+            }
+        }
+        if let digest = delta.unchangedSHA256 {
+            carried += try unchangedFiles(unrecorded, digest: digest, delta: delta, package: package, archive: archive)
         }
         return carried
+    }
+
+    /// The records of `paths` that DEST's receipt holds, when they are the ones `digest` names. Refuses the
+    /// delta otherwise: DEST then does not hold the base the delta was made from.
+    func unchangedFiles(_ paths: [String], digest: String, delta: DeltaBase, package: Package, archive: String) throws(HCPackError)
+        -> [InstalledFile]
+    {
+        let receipt = try baseReceipt(delta, package: package, archive: archive)
+        let owned = receipt.recordsByPath
+        var files: [InstalledFile] = []
+        files.reserveCapacity(paths.count)
+        var missing: [String] = []
+        for path in paths {
+            guard let record = owned[path] else {
+                missing.append(path)
+                continue
+            }
+            files.append(InstalledFile(path: path, size: record.size, sha256: record.sha256))
+        }
+        let remedy = "install the full archive of \(package.productIdentifier) \(package.version.text) instead"
+        guard missing.isEmpty else {
+            let shown = missing.prefix(5).map { "Contents/" + $0 }.joined(separator: ", ") + (missing.count > 5 ? ", ..." : "")
+            throw HCPackError(
+                .invalidPackage,
+                "\(destinationPath): the receipt of '\(package.productIdentifier)' \(receipt.version) does not record \(missing.count == 1 ? "a file" : "\(missing.count) files") that \(archive) leaves in place (\(shown)); nothing was changed; \(remedy)",
+                path: destinationPath)
+        }
+        guard DeltaBase.unchangedDigest(files.map { ($0.path, $0.record) }) == digest else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(destinationPath): the files \(archive) leaves in place are not recorded there as in the version it makes (its UnchangedSHA256 differs from the receipt's records); nothing was changed; \(remedy)",
+                path: destinationPath)
+        }
+        return files
     }
 
     /// `listed` without the carried paths.
@@ -37,9 +83,27 @@ extension InstallSession {
     /// Refuses the delta unless DEST holds its base (or already the version it makes) and every file it does
     /// not carry, unchanged. Reads only; DEST is untouched when this throws.
     func checkBase(_ delta: DeltaBase, package: Package, carried: [InstalledFile], archive: String) throws(HCPackError) {
-        let identifier = package.productIdentifier
-        let target = "\(identifier) \(package.version.text)"
+        let target = "\(package.productIdentifier) \(package.version.text)"
         let remedy = "install the full archive of \(target) instead"
+        _ = try baseReceipt(delta, package: package, archive: archive)
+        var damaged: [String] = []
+        lastInspected = nil
+        for file in carried {
+            _ = try findInPlace(
+                file.path, [file.record], needing: "\(target) has \(file.size) bytes, SHA-256 \(file.sha256)", damaged: &damaged)
+        }
+        lastInspected = nil
+        guard damaged.isEmpty else {
+            throw damagedFiles(damaged, rule: nil, "\(archive) does not carry {files} it needs from \(destinationPath)", remedy: remedy)
+        }
+    }
+
+    /// DEST's receipt of the product when it is the delta's base or already the version the delta makes.
+    /// Read once per install. Refuses the delta otherwise; reads only.
+    func baseReceipt(_ delta: DeltaBase, package: Package, archive: String) throws(HCPackError) -> InstallReceipt {
+        if let deltaBaseReceipt { return deltaBaseReceipt }
+        let identifier = package.productIdentifier
+        let remedy = "install the full archive of \(identifier) \(package.version.text) instead"
         let receipts = try metadata.openDirectory(Installer.receiptsFolder)
         let receipt = try usableReceipt(identifier, in: receipts)
         guard let receipt else {
@@ -70,16 +134,8 @@ extension InstallSession {
                     path: destinationPath)
             }
         }
-        var damaged: [String] = []
-        lastInspected = nil
-        for file in carried {
-            _ = try findInPlace(
-                file.path, [file.record], needing: "\(target) has \(file.size) bytes, SHA-256 \(file.sha256)", damaged: &damaged)
-        }
-        lastInspected = nil
-        guard damaged.isEmpty else {
-            throw damagedFiles(damaged, rule: nil, "\(archive) does not carry {files} it needs from \(destinationPath)", remedy: remedy)
-        }
+        deltaBaseReceipt = receipt
+        return receipt
     }
 
     /// Looks at DEST's copy of `path`: the record of `records` it holds, noted for planning (which then finds

@@ -300,7 +300,7 @@ final class InstallSession {
         // A delta installs like the full version, its carried-over files found in DEST (DeltaInstall.swift).
         let delta = report.deltaBase
         plistSHA256 = delta?.targetPlistSHA256 ?? report.snapshot.contentInfoBytes.map { Hasher.digest(.sha256, of: $0).hexString }
-        let carried = try delta.map { _ throws(HCPackError) in try carriedFiles(report, archive: archive) } ?? []
+        let carried = try delta.map { _ throws(HCPackError) in try carriedFiles(report, package: package, archive: archive) } ?? []
         // Issue 32 (binary patches, DeltaPatchInstall.swift): files made from DEST's copies by a patch; this
         // line and the two marked "issue 32" below are all that install changes for them.
         let patched = try delta.map { _ throws(HCPackError) in try patchedFiles(report, archive: archive) } ?? []
@@ -493,4 +493,6 @@ final class InstallSession {
     /// The folder `inspect` looked in last (nil: absent). Files come sorted, so most share their folder with
     /// the one before; this only reads, placing walks from DEST again.
     var lastInspected: (path: String, handle: DirectoryHandle?)?
+    /// DEST's receipt, once a delta's install has checked that it is the delta's base (`baseReceipt`).
+    var deltaBaseReceipt: InstallReceipt?
 }

@@ -192,8 +192,8 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .signatureExpired: "The note's expires time has passed."
         case .signatureUnsigned: "A listed (or installed) file has no HCPackIntegrity record, so no signature covers it."
         case .deltaMalformed:
-            "HCPackDeltaBase is not {ContentVersion, PlistSHA256, TargetPlistSHA256}, names a base not older than ContentVersion, or the delta has no Files."
-        case .deltaMissingRecord: "A delta lists a file without an HCPackIntegrity record, so the installed copy cannot be checked."
+            "HCPackDeltaBase is not {ContentVersion, PlistSHA256, TargetPlistSHA256, optional UnchangedSHA256}, names a base not older than ContentVersion, or the delta has no Files."
+        case .deltaMissingRecord: "A delta without UnchangedSHA256 lists a file without an HCPackIntegrity record, so the installed copy cannot be checked."
         case .patchMalformed:
             "HCPackPatches is not {path: {BaseSize, BaseSHA256, PatchSize, PatchSHA256, WindowLog}} in a delta, names a file not listed or not recorded, or one also carried whole, or a window too small for base and result."
         case .patchMismatch: "A patch under Contents/.hcpack-patches/ is missing, differs from its recorded size or SHA-256, or is not recorded."

@@ -184,7 +184,18 @@ public enum SignatureChecker {
     static func unsignedFiles(_ report: VerificationReport, including paths: [String]) -> ProblemList {
         var problems = ProblemList()
         let records = (try? report.contentInfo?.parseIntegrity()) ?? nil
-        for path in paths where records?[path] == nil {
+        // A delta's files left in place are covered by the digest its base names (DeltaBase.unchangedSHA256).
+        let digestedInPlace = report.deltaBase?.unchangedSHA256 != nil
+        var carriedOrPatched: Set<String> = []
+        if digestedInPlace {
+            for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
+                carriedOrPatched.insert(String(entry.path.dropFirst(Verifier.contentsPrefix.count)))
+            }
+            if let info = report.contentInfo, info.dictionary[FilePatch.key] != nil {
+                carriedOrPatched.formUnion(((try? FilePatch.all(of: info)) ?? [:]).keys)
+            }
+        }
+        for path in paths where records?[path] == nil && !(digestedInPlace && !carriedOrPatched.contains(path)) {
             problems.add(
                 .signatureUnsigned, path: Verifier.contentsPrefix + path,
                 "no HCPackIntegrity record, so the signature does not cover this file; rebuild the package with hcpack build and sign it again"

@@ -151,8 +151,11 @@ private struct RuleChecker {
     /// Whether any entry is a symlink; without one, no path can lie inside a symlinked folder.
     var hasSymlinks = false
     /// The plist has HCPackDeltaBase: listed files may be absent (carried over from the base), but every one
-    /// needs an integrity record.
+    /// needs an integrity record, unless `unchangedDigested`.
     var isDelta = false
+    /// The delta's base names the digest of the records of the files it neither carries nor patches
+    /// (`DeltaBase.unchangedSHA256`): those need no record of their own; install checks DEST's against it.
+    var unchangedDigested = false
 
     /// `snapshot.contentInfoBytes` already decoded, when the caller has done it.
     var parsedPlist: PlistValue?
@@ -300,6 +303,7 @@ private struct RuleChecker {
         isDelta = true
         do {
             guard let base = try DeltaBase.of(info) else { return }
+            unchangedDigested = base.unchangedSHA256 != nil
             if let version = info.version, let baseVersion = ContentVersion(base.baseVersion), baseVersion >= version {
                 problems.add(
                     .deltaMalformed, path: ContentInfo.fileName,
@@ -530,7 +534,7 @@ private struct RuleChecker {
             func record() -> FileRecord? { inOrder ? records.record(at: recordIndex) : records[path] }
             let position = indexByPath.find(exactly: path[...], after: Verifier.contentsPrefix) { entries[$0].path }
             guard let position, entries[position].kind == .file else {
-                if isDelta && record() == nil && position == nil && !impliedFolders.contains(Verifier.contentsPrefix + path) {
+                if isDelta && !unchangedDigested && record() == nil && position == nil && !impliedFolders.contains(Verifier.contentsPrefix + path) {
                     problems.add(
                         .deltaMissingRecord, path: Verifier.contentsPrefix + path,
                         "the delta lists this file but neither carries it nor records its size and digest; make the delta again")
