@@ -494,3 +494,116 @@ struct DeltaUnchangedDigestTests {
         #expect(hcpack(["diff", other, patch]).stdout.contains("3 files it leaves in place not compared"))
     }
 }
+
+/// Found by a black-box review (2026-12-06): each failed before its fix.
+@Suite("A delta's claims about the files it leaves in place are held to the rules of the version it makes")
+struct DeltaLeftInPlaceReviewTests {
+    /// Python that recomputes UnchangedSHA256 over NEW's records of the left-in-place files plus `extra`.
+    static let rehash = """
+        import hashlib
+        def rehash(extra):
+            left = {k: v for k, v in full['HCPackIntegrity'].items() if k not in p['HCPackIntegrity']}
+            left.update(extra)
+            p['HCPackDeltaBase']['UnchangedSHA256'] = hashlib.sha256(b"".join(
+                b"%s\\0%d\\0%s\\n" % (k.encode(), r["Size"], r["SHA256"].encode())
+                for k, r in sorted(left.items(), key=lambda kv: kv[0].encode()))).hexdigest()
+        """
+
+    /// Installs `base` into a new DEST, then expects installing `delta` over it to fail and leave DEST as it was.
+    static func expectInstallRefused(_ delta: String, over base: String, _ corpus: DeltaCorpus) {
+        let dest = corpus.dest("refused")
+        #expect(hcpack(["install", base, "--dest", dest]).status == 0)
+        let before = treeListing(dest)
+        #expect(hcpack(["install", delta, "--dest", dest]).status == 1)
+        #expect(treeListing(dest) == before)
+    }
+
+    @Test("A left-in-place path that no installed version can hold is refused by verify, as the full version would be")
+    func leftInPlacePathRules() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let long = String(repeating: "x", count: 300)
+        for (name, path, rule) in [
+            ("reserved", ".hcpack/receipts/com.example.levels.json", "content.reserved-name"),
+            ("patches", ".hcpack-patches/notes.txt", "content.reserved-name"), ("long", long, "content.long-path"),
+            ("junk", "._evil", "content.junk"),
+        ] {
+            let edited = corpus.folder.url("\(name).zip")
+            editDeltaPlist(
+                patch, new: v2, to: edited,
+                Self.rehash + "\np['Files'].append('\(path)')\nrehash({'\(path)': full['HCPackIntegrity']['index.json']})", in: corpus.folder)
+            let result = hcpack(["verify", edited])
+            #expect(result.stdout.contains("[\(rule)] Contents/\(path)"), "\(name): \(result.stdout)")
+            // Junk is a warning, as for an entry; the others are errors that sign and install refuse too.
+            #expect(result.status == (rule == "content.junk" ? 0 : 1), "\(name): \(result.stdout)")
+        }
+    }
+
+    @Test("A key HCPackDeltaBase does not define is delta.malformed, and install refuses the delta; DEST untouched")
+    func unknownDeltaBaseKey() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let edited = corpus.folder.url("e.zip")
+        editDeltaPlist(patch, new: v2, to: edited, "p['HCPackDeltaBase']['MinimumClient'] = '2.0'", in: corpus.folder)
+        let verified = hcpack(["verify", edited])
+        #expect(verified.status == 1 && verified.stdout.contains("[delta.malformed]") && verified.stdout.contains("MinimumClient"), "\(verified.stdout)")
+        Self.expectInstallRefused(edited, over: v1, corpus)
+    }
+
+    @Test("With UnchangedSHA256, a record of a file the delta leaves in place is delta.malformed, signed or not")
+    func recordOfLeftInPlaceFile() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let edited = corpus.folder.url("e.zip")
+        editDeltaPlist(
+            patch, new: v2, to: edited, "p['HCPackIntegrity']['index.json'] = {'Size': 20, 'SHA256': '0' * 64}", in: corpus.folder)
+        let verified = hcpack(["verify", edited])
+        #expect(verified.status == 1 && verified.stdout.contains("[delta.malformed] Contents/index.json"), "\(verified.stdout)")
+        let key = corpus.folder.url("k.key")
+        #expect(hcpack(["keygen", "--name", "example.com/levels", "-o", key]).status == 0)
+        #expect(hcpack(["sign", edited, "--key", key]).status == 1)
+        Self.expectInstallRefused(edited, over: v1, corpus)
+    }
+
+    @Test("A package with files under Contents/.hcpack-patches/, where a delta keeps its patches, is not built")
+    func patchesFolderReserved() throws {
+        let corpus = DeltaCorpus()
+        corpus.folder.write("src/Contents/.hcpack-patches/notes.txt", "notes\n")
+        corpus.folder.write("src/Contents/a.txt", "a\n")
+        let result = hcpack([
+            "build", corpus.folder.url("src"), "-o", corpus.folder.url("o.zip"), "--product-id", "com.example.p", "--content-version", "1.0",
+        ])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect((result.stdout + result.stderr).contains("[content.reserved-name] Contents/.hcpack-patches/notes.txt"), "\(result.stdout)\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: corpus.folder.url("o.zip")))
+    }
+
+    @Test("A receipt that lists one path twice is not a record hcpack wrote: the delta is refused, DEST untouched")
+    func duplicateReceiptRecord() throws {
+        let corpus = DeltaCorpus()
+        let (v1, v2) = corpus.standard()
+        let patch = corpus.folder.url("p.zip")
+        #expect(hcpack(["delta", v1, v2, "-o", patch]).status == 0)
+        let dest = corpus.dest("d")
+        #expect(hcpack(["install", v1, "--dest", dest]).status == 0)
+        let receipt = dest + "/.hcpack/receipts/com.example.levels.json"
+        let edited = python(
+            """
+            import json, sys
+            r = json.load(open(sys.argv[1]))
+            r['files'].append(dict(next(f for f in r['files'] if f['path'] == 'index.json'), sha256='0' * 64))
+            json.dump(r, open(sys.argv[1], 'w'), indent=2)
+            """, arguments: [receipt], in: corpus.folder.path)
+        #expect(edited.status == 0, "\(edited.output)")
+        let before = treeListing(dest)
+        let result = hcpack(["install", patch, "--dest", dest])
+        #expect(result.status == 1 && result.stderr.contains("'index.json' twice"), "\(result.stderr)")
+        #expect(treeListing(dest) == before)
+    }
+}

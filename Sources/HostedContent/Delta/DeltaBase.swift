@@ -12,6 +12,7 @@ public struct DeltaBase: Sendable, Equatable {
     static let plistKey = "PlistSHA256"
     static let targetKey = "TargetPlistSHA256"
     static let unchangedKey = "UnchangedSHA256"
+    static let knownKeys = [versionKey, plistKey, targetKey, unchangedKey]
 
     /// ContentVersion of the base (OLD), as written.
     public var baseVersion: String
@@ -54,6 +55,11 @@ public struct DeltaBase: Sendable, Equatable {
         guard let value = info.dictionary[key] else { return nil }
         guard case .dictionary(let fields) = value else {
             throw FormatError(message: "\(key) must be a dictionary, found \(value.typeName)")
+        }
+        // A key this version does not know may change what the delta means: refused, never ignored.
+        if let unknown = fields.keys.first(where: { !knownKeys.contains($0) }) {
+            throw FormatError(
+                message: "\(key) has the key '\(unknown)', which this hcpack does not know (it knows \(knownKeys.joined(separator: ", ")))")
         }
         guard let version = fields[versionKey]?.stringValue, ContentVersion(version) != nil else {
             throw FormatError(message: "\(key) needs \(versionKey), the base version as a string (1.0)")

@@ -33,7 +33,12 @@ enum InstallRecords {
         if files.count > maxFiles(limits) {
             return "it lists \(files.count) files, more than an archive may hold (\(maxFiles(limits)))"
         }
+        // One path twice: which record a reader believes would be its own choice (install took the first).
+        var seen = Set<ExactPath>(minimumCapacity: files.count)
         for file in files {
+            if !seen.insert(ExactPath(file.path)).inserted {
+                return "it lists '\(PackagePath.printable(file.path))' twice"
+            }
             if let reason = unusablePathReason(file.path) {
                 return "it lists '\(PackagePath.printable(file.path))' (\(reason)), a path hcpack never installs"
             }

@@ -154,7 +154,7 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
         case .tooLarge: "The content is larger than the size limit (2 GB by default, --max-size); a delta's with the files its patches make."
         case .unsafePermissions:
             "A setuid, setgid or world-writable entry (installed files get 0644/0755). Setuid or setgid in an archive is an error: install refuses it."
-        case .reservedName: "A path under Contents/.hcpack/ (in any case), the folder where hcpack install keeps its records in DEST."
+        case .reservedName: "A path under Contents/.hcpack/ (in any case), the folder where hcpack install keeps its records in DEST, or under Contents/.hcpack-patches/, where a delta keeps its binary patches."
         case .unsafePath: "An archive entry name that is absolute, has '..', a backslash or a drive letter."
         case .duplicateEntry: "Two archive entries with the same name, or a file and a folder with one name."
         case .encrypted: "An encrypted archive entry."

@@ -57,6 +57,9 @@ public enum Verifier {
     /// Where install keeps its records in DEST, as a path in the package.
     static let reservedPrefix = contentsPrefix + Installer.metadataFolder + "/"
 
+    static let patchFolderMessage =
+        "hcpack delta keeps its binary patches in \(contentsPrefix)\(FilePatch.folder)/, so no delta could carry or patch this file; rename that folder"
+
     /// True for a path under Contents/.hcpack/, spelled in any case (`Installer.isMetadataFolder`).
     static func isReserved(_ path: String) -> Bool {
         guard path.hasPrefix(contentsPrefix) else { return false }
@@ -351,6 +354,8 @@ private struct RuleChecker {
                 problems.add(
                     .filesNotFound, path: Verifier.contentsPrefix + path,
                     "listed in Files but not present under Contents/; add the file or remove it from Files")
+            } else if isDelta {
+                checkAbsentListedPath(Verifier.contentsPrefix + path)
             }
         }
         if contentInfo?.dictionary[ContentInfo.filesKey] != nil {
@@ -361,6 +366,25 @@ private struct RuleChecker {
                     problems.add(.filesUnlisted, path: entry.path, "not listed in Files, so installers skip it; list it or remove it")
                 }
             }
+        }
+    }
+
+    /// A file a delta lists but leaves in place or patches: the rules checkContent gives an entry's path,
+    /// since the version the delta makes has the file there.
+    mutating func checkAbsentListedPath(_ path: String) {
+        if Verifier.isReserved(path) {
+            problems.add(
+                .reservedName, path: path,
+                "the delta lists it, but install keeps its records in DEST/\(Installer.metadataFolder)/, never a package's file; make the delta again from packages hcpack build accepts")
+        }
+        if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {
+            problems.add(.longPath, path: path, "the delta lists a path longer than \(PackagePath.maxPathBytes) bytes or with a name over \(PackagePath.maxComponentBytes) bytes, which no installed version can hold; make the delta again")
+        }
+        if FilePatch.isPatchEntry(path) {
+            problems.add(.reservedName, path: path, Verifier.patchFolderMessage)
+        }
+        if PackagePath.isJunk(path) {
+            problems.add(.junk, path: path, "the delta lists operating system junk, which install never places, so no DEST has it; make the delta again")
         }
     }
 
@@ -409,6 +433,8 @@ private struct RuleChecker {
                 problems.add(
                     .reservedName, path: path,
                     "install would place it in DEST/\(Installer.metadataFolder)/, where hcpack keeps its records; rename that folder")
+            } else if entry.kind != .directory && !isDelta && FilePatch.isPatchEntry(path) {
+                problems.add(.reservedName, path: path, Verifier.patchFolderMessage)
             }
             if path.utf8.count > PackagePath.maxPathBytes || PackagePath.longestComponentBytes(path) > PackagePath.maxComponentBytes {
                 problems.add(.longPath, path: path, "the path is longer than \(PackagePath.maxPathBytes) bytes or has a name over \(PackagePath.maxComponentBytes) bytes; shorten it")
@@ -524,6 +550,12 @@ private struct RuleChecker {
             return
         }
         let entries = snapshot.entries
+        // With UnchangedSHA256, DEST's receipt holds the left-in-place files' records; a record of one in the
+        // plist would be a second, unchecked claim a client reading the plist could believe instead.
+        var patched: Set<ExactPath> = []
+        if unchangedDigested, case .dictionary(let patches)? = info.dictionary[FilePatch.key] {
+            patched = Set(patches.keys.map(ExactPath.init))
+        }
         // hcpack build writes the records in Files order: while they follow it, the next record is the one
         // a listed path has when their bytes agree (keys are unique as Strings, so no other record is).
         var nextRecord = 0
@@ -534,6 +566,11 @@ private struct RuleChecker {
             func record() -> FileRecord? { inOrder ? records.record(at: recordIndex) : records[path] }
             let position = indexByPath.find(exactly: path[...], after: Verifier.contentsPrefix) { entries[$0].path }
             guard let position, entries[position].kind == .file else {
+                if unchangedDigested && position == nil && record() != nil && !patched.contains(ExactPath(path)) {
+                    problems.add(
+                        .deltaMalformed, path: Verifier.contentsPrefix + path,
+                        "the delta records this file but leaves it in place, which UnchangedSHA256 covers from DEST's receipt; make the delta again (hcpack delta OLD NEW)")
+                }
                 if isDelta && !unchangedDigested && record() == nil && position == nil && !impliedFolders.contains(Verifier.contentsPrefix + path) {
                     problems.add(
                         .deltaMissingRecord, path: Verifier.contentsPrefix + path,
