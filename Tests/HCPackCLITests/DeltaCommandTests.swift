@@ -551,6 +551,7 @@ struct DeltaLeftInPlaceReviewTests {
         editDeltaPlist(patch, new: v2, to: edited, "p['HCPackDeltaBase']['MinimumClient'] = '2.0'", in: corpus.folder)
         let verified = hcpack(["verify", edited])
         #expect(verified.status == 1 && verified.stdout.contains("[delta.malformed]") && verified.stdout.contains("MinimumClient"), "\(verified.stdout)")
+        #expect(!verified.stdout.contains("delta.missing-record"), "\(verified.stdout)")
         Self.expectInstallRefused(edited, over: v1, corpus)
     }
 

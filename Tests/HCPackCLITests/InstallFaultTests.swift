@@ -285,12 +285,24 @@ struct InstallFaultTests {
             let windows = mapsOfMain.indices.filter { mapsOfMain[$0].contains("MAP_SHARED|MAP_POPULATE") }.prefix(6)
             #expect(windows.count >= 2, "\(command[0]): \(windows)")
             for window in windows {
-                folder.makeFolder("dest")
-                let result = run("strace", ["-f", "-o", "/dev/null", "-e", "inject=mmap:error=ENOMEM:when=\(window + 1)", binary] + command)
-                #expect(result.status == 3, "\(command[0]), mmap \(window + 1): \(result.output)")
-                #expect(result.output.contains("Cannot allocate memory") && !result.output.contains("[archive."), "\(command[0]): \(result.output)")
-                #expect(treeListing(folder.url("dest")).isEmpty, "\(command[0])")
-                try? FileManager.default.removeItem(atPath: folder.url("dest"))
+                // The main thread's count of other mappings (malloc's) before a window can differ from run to
+                // run on a loaded machine: a run whose injection met another mapping is run again (bounded).
+                var hitWindow = false
+                for _ in 0..<8 where !hitWindow {
+                    folder.makeFolder("dest")
+                    let injected = folder.url("inject.log")
+                    let result = run(
+                        "strace", ["-f", "-o", injected, "-e", "trace=mmap", "-e", "inject=mmap:error=ENOMEM:when=\(window + 1)", binary] + command)
+                    let log = (try? String(contentsOfFile: injected, encoding: .utf8)) ?? ""
+                    hitWindow = log.split(separator: "\n").contains { $0.contains("(INJECTED)") && $0.contains("MAP_SHARED|MAP_POPULATE") }
+                    if hitWindow {
+                        #expect(result.status == 3, "\(command[0]), mmap \(window + 1): \(result.output)")
+                        #expect(result.output.contains("Cannot allocate memory") && !result.output.contains("[archive."), "\(command[0]): \(result.output)")
+                        #expect(treeListing(folder.url("dest")).isEmpty, "\(command[0])")
+                    }
+                    try? FileManager.default.removeItem(atPath: folder.url("dest"))
+                }
+                #expect(hitWindow, "\(command[0]): no run's injection met the archive's mapping \(window + 1)")
             }
         }
     }

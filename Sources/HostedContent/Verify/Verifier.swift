@@ -313,6 +313,8 @@ private struct RuleChecker {
                     "the delta's base version \(base.baseVersion) is not older than its ContentVersion \(version.text); make the delta again (hcpack delta OLD NEW)")
             }
         } catch {
+            // Still read as the kind of delta it claims to be: one error, not one more per file left in place.
+            if case .dictionary(let fields)? = info.dictionary[DeltaBase.key] { unchangedDigested = fields[DeltaBase.unchangedKey] != nil }
             problems.add(.deltaMalformed, path: ContentInfo.fileName, "\(error.message); make the delta again (hcpack delta OLD NEW)")
         }
         if info.files == nil {
