@@ -108,7 +108,7 @@ struct DeltaCommand: Command {
                     + "\(ReportRendering.plural(result.carried.count, "file")) carried (\(build.contentBytes) bytes), "
                     + "\(result.unchangedCount) unchanged, \(result.removed.count) removed; \(build.outputBytes) archive bytes\n")
             for patch in result.patched {
-                context.out("patched \(patch.path): \(patch.patchSize) bytes instead of \(patch.size) (saves \(patch.saved))\n")
+                context.out("patched \(patch.path): \(Self.text(patch))\n")
             }
             if let digest = build.sha256 { context.out("sha256 \(digest)\n") }
             if let signed { context.out(SignRequest.text(signed)) }
@@ -118,12 +118,18 @@ struct DeltaCommand: Command {
 }
 
 extension DeltaCommand {
-    /// One patched file in JSON: `{path, size, patchSize, saved}`.
+    /// One patched file in JSON: `{path, size, patchSize, saved, group}`; `group` is null for a patch of its own.
     static func json(_ patch: DeltaPatchSummary) -> JSONValue {
         .object([
             ("path", .string(patch.path)), ("size", .number(patch.size)), ("patchSize", .number(patch.patchSize)),
-            ("saved", .number(patch.saved)),
+            ("saved", .number(patch.saved)), ("group", patch.group.map { .number(Int64($0)) } ?? .null),
         ])
+    }
+
+    /// What one patched file weighs, for text output.
+    static func text(_ patch: DeltaPatchSummary) -> String {
+        "\(patch.patchSize) bytes instead of \(patch.size) (saves \(patch.saved))"
+            + (patch.group.map { ", in patch group \($0)" } ?? "")
     }
 }
 

@@ -90,7 +90,7 @@ struct DiffCommand: Command {
             case .added: text += "added    \(path) (\(change.newSize ?? 0) bytes)\n"
             case .removed: text += "removed  \(path) (\(change.oldSize ?? 0) bytes)\n"
             case .changed:
-                let patch = patched[change.path].map { "; a \($0.patchSize)-byte patch, saves \($0.saved)" } ?? ""
+                let patch = patched[change.path].map { "; a \($0.patchSize)-byte patch\($0.group.map { " (share of patch group \($0))" } ?? ""), saves \($0.saved)" } ?? ""
                 text += "changed  \(path) (\(change.oldSize ?? 0) -> \(change.newSize ?? 0) bytes\(patch))\n"
             case .unchanged: break
             }

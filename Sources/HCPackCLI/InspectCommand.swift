@@ -87,11 +87,12 @@ struct InspectCommand: Command {
                 let fromBase = Self.fromBase(inspection)
                 text += "  Delta:        from version \(delta.baseVersion) (its plist's SHA-256 \(delta.basePlistSHA256)); carries "
                 let patched = FilePatch.summaries(of: info)
-                let carried = inspection.files.count - patched.count  // the patch entries are files under Contents/
+                // The patch entries (a file's own, or a group's) are files under Contents/ too.
+                let carried = inspection.files.filter { !$0.path.hasPrefix(FilePatch.folder + "/") }.count
                 text += "\(carried) of \(info.files?.count ?? 0) listed files, \(patched.count) as patches, "
                 text += "\(fromBase.count) come from the installed base\n"
                 for patch in patched {
-                    text += "    patched \(PackagePath.printable(patch.path)): \(patch.patchSize) bytes instead of \(patch.size) (saves \(patch.saved))\n"
+                    text += "    patched \(PackagePath.printable(patch.path)): \(DeltaCommand.text(patch))\n"
                 }
             }
             var others = info.dictionary

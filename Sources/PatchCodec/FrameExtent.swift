@@ -14,7 +14,12 @@ public struct FrameExtent: Sendable, Equatable {
         case trailing(Int64)
         /// Not a zstd frame (a wrong magic number, a reserved bit or block type).
         case malformed
+        /// For a sequence of frames (`init(sequence:)`): whole frames, each one's frame header bytes in order.
+        case frames([[UInt8]])
     }
+
+    /// The most frames a sequence may hold: a patch group's files (`PatchGroup`); more is `.malformed`.
+    public static let largestFrameCount = 4096
 
     private enum State: Sendable, Equatable {
         case header  // collecting the frame header
@@ -29,13 +34,22 @@ public struct FrameExtent: Sendable, Equatable {
     private var pending: [UInt8] = []
     private var hasChecksum = false
     private var trailing: Int64 = 0
+    /// Frames follow one another: each one's header is kept (`Verdict.frames`).
+    private var sequence = false
+    private var heads: [[UInt8]] = []
 
+    /// One frame: bytes after it are `.trailing`.
     public init() {}
+
+    /// A sequence of frames when `sequence` (a patch group's entry), else one frame.
+    public init(sequence: Bool) {
+        self.sequence = sequence
+    }
 
     /// The verdict on every byte fed so far.
     public var verdict: Verdict {
         switch state {
-        case .done: trailing == 0 ? .oneFrame : .trailing(trailing)
+        case .done: sequence ? .frames(heads) : trailing == 0 ? .oneFrame : .trailing(trailing)
         case .malformed: .malformed
         default: .truncated
         }
@@ -49,8 +63,15 @@ public struct FrameExtent: Sendable, Equatable {
             case .malformed:
                 return
             case .done:
-                trailing += Int64(bytes.count - index)
-                return
+                guard sequence else {
+                    trailing += Int64(bytes.count - index)
+                    return
+                }
+                guard heads.count < Self.largestFrameCount else {
+                    state = .malformed
+                    return
+                }
+                state = .header
             case .skipping(let remaining, let last):
                 let step = Int(min(Int64(bytes.count - index), remaining))
                 index += step
@@ -70,6 +91,7 @@ public struct FrameExtent: Sendable, Equatable {
                     if length < 0 {
                         state = .malformed
                     } else if pending.count == length {
+                        if sequence { heads.append(pending) }
                         pending = []
                         state = .blockHeader
                     }

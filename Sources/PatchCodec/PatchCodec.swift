@@ -209,7 +209,44 @@ public enum PatchCodec {
         base: MappedFile, patch: MappedFile, windowLog: Int, output: MappedFile,
         produced: ((UnsafeRawBufferPointer) -> Void)? = nil
     ) throws(PatchError) {
-        let bytes = patch.bytes
+        try apply(
+            base: base.bytes, patch: patch.bytes, windowLog: windowLog,
+            output: output.mutableBytes, produced: produced,
+            passed: { made, read in
+                output.release(below: made)
+                base.release(below: base.count)
+                patch.release(below: read)
+            })
+    }
+
+    /// Applies `patch` to `base`, all three in memory (a patch group's bases and results, bounded by its
+    /// window: docs/format.md), with the same checks as the mapped form.
+    public static func applyPatch(
+        base: UnsafeRawBufferPointer, patch: UnsafeRawBufferPointer, windowLog: Int, output: UnsafeMutableRawBufferPointer
+    ) throws(PatchError) {
+        try apply(base: base, patch: patch, windowLog: windowLog, output: output, produced: nil, passed: { _, _ in })
+    }
+
+    /// The byte ranges of the zstd frames `bytes` holds one after another (a patch group's entry); nil unless it
+    /// is exactly whole frames, at most `limit` of them.
+    public static func frames(_ bytes: UnsafeRawBufferPointer, limit: Int) -> [Range<Int>]? {
+        var ranges: [Range<Int>] = []
+        var offset = 0
+        while offset < bytes.count {
+            guard ranges.count < limit, let start = bytes.baseAddress else { return nil }
+            let size = ZSTD_findFrameCompressedSize(start + offset, bytes.count - offset)
+            guard ZSTD_isError(size) == 0, size > 0, size <= bytes.count - offset else { return nil }
+            ranges.append(offset..<(offset + size))
+            offset += size
+        }
+        return ranges
+    }
+
+    /// The one way patches are applied: `passed` is told, every 8 MiB of result, how much was made and read.
+    private static func apply(
+        base: UnsafeRawBufferPointer, patch bytes: UnsafeRawBufferPointer, windowLog: Int, output: UnsafeMutableRawBufferPointer,
+        produced: ((UnsafeRawBufferPointer) -> Void)?, passed: (_ made: Int, _ read: Int) -> Void
+    ) throws(PatchError) {
         if let mismatch = headerMismatch(bytes, windowLog: windowLog, resultSize: Int64(output.count)) { throw mismatch }
         guard let start = bytes.baseAddress, ZSTD_findFrameCompressedSize(start, bytes.count) == bytes.count else {
             throw PatchError(.corrupt, "the patch is not exactly one zstd frame (truncated, or bytes after it)")
@@ -218,9 +255,9 @@ public enum PatchCodec {
         defer { ZSTD_freeDCtx(context) }
         try check(ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, Int32(max(windowLog, Int(czstd_windowlog_min())))), "bound the window")
         try check(ZSTD_DCtx_setParameter(context, czstd_d_stable_out_buffer(), 1), "write in place")
-        try check(ZSTD_DCtx_refPrefix(context, base.bytes.baseAddress, base.count), "reference the base")
+        try check(ZSTD_DCtx_refPrefix(context, base.baseAddress, base.count), "reference the base")
 
-        var out = ZSTD_outBuffer(dst: output.mutableBytes.baseAddress, size: output.count, pos: 0)
+        var out = ZSTD_outBuffer(dst: output.baseAddress, size: output.count, pos: 0)
         var input = ZSTD_inBuffer(src: start, size: 0, pos: 0)
         // Small slices of input: a few bytes of patch can make megabytes (a block of matches is 128 KiB from a
         // dozen bytes), and pages are dropped between calls only.
@@ -244,14 +281,12 @@ public enum PatchCodec {
                 }
             }
             if let produced, out.pos > reported {
-                produced(UnsafeRawBufferPointer(rebasing: output.bytes[reported..<out.pos]))
+                produced(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(output)[reported..<out.pos]))
                 reported = out.pos
             }
             if remaining == 0 { break }
             if out.pos - released >= 8 << 20 {
-                output.release(below: out.pos)
-                base.release(below: base.count)
-                patch.release(below: input.pos)
+                passed(out.pos, input.pos)
                 released = out.pos
             }
         }

@@ -243,7 +243,7 @@ struct DeltaPatchTests {
 
     @Test("A DEST file that is not the patch's base refuses the install before anything is placed, naming it")
     func notTheBase() throws {
-        let corpus = PatchCorpus(assetSize: 256 << 10)
+        let corpus = PatchCorpus(assetSize: 1100 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
         let dest = corpus.installedV1("edited")
         var bytes = try #require(corpus.folder.read("edited/data/levels.json"))
@@ -340,7 +340,7 @@ struct DeltaPatchTests {
             ("entries['Contents/.hcpack-patches/extra'] = b'x'", "delta.patch-mismatch", true),
         ])
     func hostile(edit: String, rule: String, verifyRefuses: Bool?) throws {
-        let corpus = PatchCorpus(assetSize: 256 << 10)
+        let corpus = PatchCorpus(assetSize: 1100 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
         let hostile = corpus.tampered("hostile.zip", edit: edit)
         let verified = hcpack(["verify", hostile])
@@ -365,16 +365,16 @@ struct DeltaPatchTests {
     @Test(
         "A patch bomb (a zstd frame of zeros, its records edited to match) is refused by verify and install under the archive's limits",
         arguments: [
-            // (flags, the rule): --max-bytes bounds one made file and the total; the default ratio bounds 128 MiB made
-            // from about 370 KB of patches and bases (the patches together: the asset's counts too).
+            // (flags, the rule): --max-bytes bounds one made file and the total; the default ratio (200) bounds 512 MiB
+            // made from about 1.3 MB of patches and bases (the patches together: the asset's counts too).
             (["--max-bytes", "8000000", "--max-ratio", "2"], "archive.limit-exceeded"),
             ([], "archive.compression-ratio"),
             (["--max-size", "1000000", "--max-ratio", "10000"], "content.too-large"),
         ])
     func patchBomb(flags: [String], rule: String) throws {
-        let corpus = PatchCorpus(assetSize: 256 << 10)
+        let corpus = PatchCorpus(assetSize: 1100 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
-        let bomb = corpus.tampered("bomb.zip", edit: "make_zeros('data/levels.json', 128 << 20)")
+        let bomb = corpus.tampered("bomb.zip", edit: "make_zeros('data/levels.json', 512 << 20)")
         let bombSize = try #require(try FileManager.default.attributesOfItem(atPath: bomb)[.size] as? Int)
         #expect(bombSize < 300_000)
         let verified = hcpack(["verify", bomb] + flags)
@@ -390,7 +390,7 @@ struct DeltaPatchTests {
 
     @Test("Sizes near 2^63 in a delta's records end verify, inspect, install and diff with an answer, never a trap")
     func overflowingSizes() throws {
-        let corpus = PatchCorpus(assetSize: 256 << 10)
+        let corpus = PatchCorpus(assetSize: 1100 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
         let binary = hcpackBinary()
         let base = corpus.tampered("base.zip", edit: "patches['data/levels.json']['BaseSize'] = 2**63 - 1")
@@ -477,7 +477,7 @@ struct DeltaPatchFaultTests {
         .enabled(if: Requirement.strace.enabled, Requirement.strace.comment))
     func faults() throws {
         try Requirement.strace.require()
-        let corpus = PatchCorpus(assetSize: 256 << 10)
+        let corpus = PatchCorpus(assetSize: 1100 << 10)
         #expect(corpus.made.status == 0, "\(corpus.made.stderr)")
         let binary = hcpackBinary()
         let template = corpus.installedV1("template")

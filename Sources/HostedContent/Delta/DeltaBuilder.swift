@@ -131,6 +131,7 @@ public enum DeltaBuilder {
                 scratch: scratch, windowLogLimit: limit, options: options.verify)
         }
         if let patches, !patches.records.isEmpty { info.dictionary[FilePatch.key] = FilePatch.plistValue(patches.records) }
+        if let patches, !patches.groups.isEmpty { info.dictionary[PatchGroup.key] = PatchGroup.plistValue(patches.groups) }
         try DirectoryHandle.open(root).writeAtomically(ContentInfo.fileName, info.encodeXML())
 
         let buildOptions = BuildOptions(

@@ -7,8 +7,10 @@ public struct DeltaPatchSummary: Sendable, Equatable {
     public var path: String
     /// The new file's size: what carrying it whole would take, before compression.
     public var size: Int64
-    /// The patch's size.
+    /// The patch's size; for a file a group makes, its share of the group's frame, by result size.
     public var patchSize: Int64
+    /// The patch group that makes the file (`PatchGroup.number`); nil for a patch of its own.
+    public var group: Int? = nil
     /// Bytes saved against the whole file.
     public var saved: Int64 { size - patchSize }
 }
@@ -32,7 +34,7 @@ extension DeltaBuilder {
         old: PackageSide, new: PackageSide, changed: [String], root: String, oldRoot staged: String?,
         kept: (old: [String: [UInt8]], new: [String: [UInt8]]) = ([:], [:]), scratch: String, windowLogLimit: Int,
         options: VerifyOptions
-    ) throws(HCPackError) -> (records: [FilePatch], summaries: [DeltaPatchSummary]) {
+    ) throws(HCPackError) -> (records: [FilePatch], groups: [PatchGroup], summaries: [DeltaPatchSummary]) {
         let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
         // A package that lists files in the patches folder itself keeps every file whole.
         let prefix = FilePatch.folder + "/"
@@ -43,8 +45,11 @@ extension DeltaBuilder {
         // NEW's copies in memory that are not patched there go into the delta folder whole, as staged ones are.
         var keptNew = kept.new
         var records: [FilePatch] = []
+        var groups: [PatchGroup] = []
         var summaries: [DeltaPatchSummary] = []
         if !candidates.isEmpty {
+            // Small files' patches, kept, waiting to be grouped (PatchGroup) or written as frames of their own.
+            var small: [SmallPatch] = []
             let oldContents = try openOldCopies(old, of: candidates, staged: staged, scratch: scratch, options: options)
             // What the kept patches make, held to the ratio install holds them to (PatchOutput).
             var patchedOutput = PatchOutput()
@@ -73,7 +78,20 @@ extension DeltaBuilder {
                     records.append(FilePatch(path: path, base: baseRecord, patch: patch, windowLog: windowLog))
                     summaries.append(DeltaPatchSummary(path: path, size: madeRecord.size, patchSize: patch.size))
                 }
-                if let baseBytes = kept.old[path], let madeBytes = keptNew[path] {
+                // Small: both sides in memory (read from the folders when the memory budget left them there), the
+                // patch kept there until its group's entry is written.
+                if baseRecord.size <= PatchGroup.largestMember && madeRecord.size <= PatchGroup.largestMember {
+                    let madeOnDisk = keptNew[path] == nil
+                    let baseBytes: [UInt8]
+                    if let kept = kept.old[path] { baseBytes = kept } else {
+                        let mapped = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
+                        baseBytes = withExtendedLifetime(mapped) { Array(mapped.bytes) }
+                    }
+                    let madeBytes: [UInt8]
+                    if let kept = keptNew[path] { madeBytes = kept } else {
+                        let mapped = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
+                        madeBytes = withExtendedLifetime(mapped) { Array(mapped.bytes) }
+                    }
                     try check(baseBytes, expecting: baseRecord, side: old, path: path)
                     try check(madeBytes, expecting: madeRecord, side: new, path: path)
                     let patch: [UInt8]
@@ -84,11 +102,9 @@ extension DeltaBuilder {
                     }
                     guard keeps(patchOf: Int64(patch.count)) else { continue }
                     keptNew[path] = nil
-                    try writeWhole([FilePatch.folder + "/" + path: patch], into: contents)
-                    // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the
-                    // same inputs give the same delta whichever way they were read.
-                    _ = try contents.makeDirectories(parts)
-                    record(FileRecord(size: Int64(patch.count), sha256: Digest.Hasher.digest(.sha256, of: patch).hexString))
+                    small.append(
+                        SmallPatch(
+                            path: path, base: baseRecord, made: madeRecord, patch: patch, windowLog: windowLog, madeOnDisk: madeOnDisk))
                     continue
                 }
                 // On disk: one side (or both) was too large to keep in memory.
@@ -124,9 +140,66 @@ extension DeltaBuilder {
                 _ = try folder.removeFile(leaf)
                 record(digest)
             }
+            // Small patches, in path order, share an entry (PatchGroup): its zip headers and one record instead of
+            // one a file.
+            for run in groupRuns(small) {
+                let members = run.map { small[$0] }
+                if members.count > 1 {
+                    let framed = members.flatMap(\.patch)
+                    let frame = PatchFrame(
+                        patch: FileRecord(size: Int64(framed.count), sha256: Digest.Hasher.digest(.sha256, of: framed).hexString),
+                        windowLog: members.reduce(0) { max($0, $1.windowLog) })
+                    let group = PatchGroup(number: groups.count + 1, paths: members.map(\.path), frame: frame)
+                    groups.append(group)
+                    try writeWhole([String(group.entryPath.dropFirst(Verifier.contentsPrefix.count)): framed], into: contents)
+                    for member in members {
+                        records.append(FilePatch(path: member.path, base: member.base))
+                        summaries.append(
+                            DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count), group: group.number))
+                    }
+                } else {
+                    for member in members {
+                        try writeWhole([FilePatch.folder + "/" + member.path: member.patch], into: contents)
+                        records.append(
+                            FilePatch(
+                                path: member.path, base: member.base,
+                                patch: FileRecord(size: Int64(member.patch.count), sha256: Digest.Hasher.digest(.sha256, of: member.patch).hexString),
+                                windowLog: member.windowLog))
+                        summaries.append(DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count)))
+                    }
+                }
+                for member in members {
+                    var parts = member.path.split(separator: "/")
+                    guard let leaf = parts.popLast().map(String.init) else { continue }
+                    // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the same
+                    // inputs give the same delta whichever way they were read.
+                    let folder = try contents.makeDirectories(parts)
+                    if member.madeOnDisk { _ = try folder.removeFile(leaf) }
+                }
+            }
         }
         try writeWhole(keptNew, into: contents)
-        return (records, summaries)
+        records.sort { $0.path < $1.path }
+        summaries.sort { $0.path < $1.path }
+        return (records, groups, summaries)
+    }
+
+    /// A small file's kept patch, waiting for its group.
+    struct SmallPatch {
+        var path: String
+        var base: FileRecord
+        var made: FileRecord
+        var patch: [UInt8]
+        var windowLog: Int
+        /// NEW's copy is in the delta folder, to be removed once its patch is written.
+        var madeOnDisk: Bool
+    }
+
+    /// `small`'s indices in runs of at most `PatchGroup.largestCount`, in order.
+    static func groupRuns(_ small: [SmallPatch]) -> [[Int]] {
+        stride(from: 0, to: small.count, by: PatchGroup.largestCount).map { start in
+            Array(start..<min(small.count, start + PatchGroup.largestCount))
+        }
     }
 
     /// The Contents/ folder holding OLD's copies of `candidates`: `staged` when the caller staged them, OLD
@@ -200,10 +273,21 @@ extension FilePatch {
     /// The patched files `info` records (a delta's `HCPackPatches`), each with the new file's size from
     /// `HCPackIntegrity` and the patch's; empty for a package without patches or with malformed records.
     public static func summaries(of info: ContentInfo) -> [DeltaPatchSummary] {
-        guard info.dictionary[key] != nil, let patches = try? all(of: info) else { return [] }
+        guard info.dictionary[key] != nil, let patches = try? all(of: info), let groups = try? PatchGroup.all(of: info, patches: patches)
+        else { return [] }
         let records = (try? info.parseIntegrity()) ?? nil
-        return patches.values.sorted { $0.path < $1.path }.compactMap { patch in
-            records?[patch.path].map { DeltaPatchSummary(path: patch.path, size: $0.size, patchSize: patch.patch.size) }
+        var summaries: [String: DeltaPatchSummary] = [:]
+        for patch in patches.values {
+            guard let made = records?[patch.path], let frame = patch.frame else { continue }
+            summaries[patch.path] = DeltaPatchSummary(path: patch.path, size: made.size, patchSize: frame.patch.size)
         }
+        for group in groups {
+            let sizes = group.paths.map { records?[$0]?.size ?? 0 }
+            for (index, share) in PatchGroup.shares(of: group.frame.patch.size, by: sizes).enumerated() {
+                guard let made = records?[group.paths[index]] else { continue }
+                summaries[group.paths[index]] = DeltaPatchSummary(path: group.paths[index], size: made.size, patchSize: share, group: group.number)
+            }
+        }
+        return summaries.values.sorted { $0.path < $1.path }
     }
 }

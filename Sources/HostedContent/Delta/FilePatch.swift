@@ -7,8 +7,9 @@ import PropertyList
 /// (docs/format.md, `HCPackPatches`).
 ///
 /// The patch is the archive entry `Contents/.hcpack-patches/PATH`, a single zstd frame made in "patch from"
-/// mode with the base file as its prefix. The file it makes is the one `HCPackIntegrity` records for PATH
-/// (size and SHA-256); this record names the file it applies to, the patch's own bytes and its window.
+/// mode with the base file as its prefix, or a share of a patch group's frame (`PatchGroup`). The file it
+/// makes is the one `HCPackIntegrity` records for PATH (size and SHA-256); this record names the file it
+/// applies to and, for a patch of its own, the patch's bytes and its window.
 public struct FilePatch: Sendable, Equatable {
     /// The plist key: a dictionary from listed path to record.
     public static let key = "HCPackPatches"
@@ -24,17 +25,21 @@ public struct FilePatch: Sendable, Equatable {
     public var path: String
     /// The file the patch applies to: DEST's copy of `path` must have exactly this size and SHA-256.
     public var base: FileRecord
-    /// The patch entry's own size and SHA-256.
-    public var patch: FileRecord
-    /// The window the patch needs, as a power of two (bytes of memory an applier may map or hold).
-    public var windowLog: Int
+    /// The patch's own frame; nil for a file made by a patch group's frame.
+    public var frame: PatchFrame?
 
-    /// A patch record.
+    /// A patch record with a frame of its own.
     public init(path: String, base: FileRecord, patch: FileRecord, windowLog: Int) {
         self.path = path
         self.base = base
-        self.patch = patch
-        self.windowLog = windowLog
+        self.frame = PatchFrame(patch: patch, windowLog: windowLog)
+    }
+
+    /// A patch record of a file a group's frame makes.
+    public init(path: String, base: FileRecord) {
+        self.path = path
+        self.base = base
+        self.frame = nil
     }
 
     /// The patch's archive path below the package root.
@@ -55,6 +60,17 @@ public struct FilePatch: Sendable, Equatable {
     }
 
     private static let patchPrefix = Array((Verifier.contentsPrefix + folder + "/").utf8)
+    private static let groupPrefix = Array(PatchGroup.entryPrefix.utf8)
+
+    /// The walk of a name's zstd frames, for a name `mayBePatch` holds: a sequence for a patch group's entry
+    /// (`PatchGroup`), one frame for any other; nil for every other name.
+    static func frameExtent(for name: String) -> FrameExtent? {
+        guard mayBePatch(name) else { return nil }
+        let bytes = name.utf8
+        if bytes.starts(with: groupPrefix) { return FrameExtent(sequence: true) }
+        guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return FrameExtent() }
+        return FrameExtent(sequence: bytes[bytes.index(after: slash)...].starts(with: groupPrefix))
+    }
 
     /// Why `HCPackPatches` is malformed.
     public struct FormatError: Error, Sendable {
@@ -86,15 +102,21 @@ public struct FilePatch: Sendable, Equatable {
                 }
                 return text
             }
-            guard case .integer(let window)? = fields[windowKey], window >= 10, window <= Int64(PatchCodec.largestWindowLog) else {
-                throw FormatError(message: "\(key) '\(path)' needs \(windowKey), an integer from 10 to \(PatchCodec.largestWindowLog)")
-            }
             guard PackagePath.unsafeArchiveNameReason(path) == nil else {
                 throw FormatError(message: "\(key) names '\(path)', which is not a safe relative path")
             }
+            let base = FileRecord(size: try size(baseSizeKey), sha256: try digest(baseDigestKey))
+            // A file a group makes has none of the frame's fields: the group records them once.
+            if fields[patchSizeKey] == nil && fields[patchDigestKey] == nil && fields[windowKey] == nil {
+                result[path] = FilePatch(path: path, base: base)
+                continue
+            }
+            guard case .integer(let window)? = fields[windowKey], window >= 10, window <= Int64(PatchCodec.largestWindowLog) else {
+                throw FormatError(message: "\(key) '\(path)' needs \(windowKey), an integer from 10 to \(PatchCodec.largestWindowLog)")
+            }
             result[path] = FilePatch(
-                path: path, base: FileRecord(size: try size(baseSizeKey), sha256: try digest(baseDigestKey)),
-                patch: FileRecord(size: try size(patchSizeKey), sha256: try digest(patchDigestKey)), windowLog: Int(window))
+                path: path, base: base, patch: FileRecord(size: try size(patchSizeKey), sha256: try digest(patchDigestKey)),
+                windowLog: Int(window))
         }
         return result
     }
@@ -107,13 +129,11 @@ public struct FilePatch: Sendable, Equatable {
                     .init(
                         key: patch.path,
                         value: .dictionary(
-                            PlistDictionary([
-                                .init(key: baseSizeKey, value: .integer(patch.base.size)),
-                                .init(key: baseDigestKey, value: .string(patch.base.sha256)),
-                                .init(key: patchSizeKey, value: .integer(patch.patch.size)),
-                                .init(key: patchDigestKey, value: .string(patch.patch.sha256)),
-                                .init(key: windowKey, value: .integer(Int64(patch.windowLog))),
-                            ])))
+                            PlistDictionary(
+                                [
+                                    .init(key: baseSizeKey, value: .integer(patch.base.size)),
+                                    .init(key: baseDigestKey, value: .string(patch.base.sha256)),
+                                ] + (patch.frame.map(PatchFrame.plistEntries) ?? []))))
                 }))
     }
 
@@ -142,8 +162,10 @@ public struct FilePatch: Sendable, Equatable {
     ) -> [Problem] {
         var problems = ProblemList()
         let patches: [String: FilePatch]
+        let groups: [PatchGroup]
         do {
             patches = try all(of: info)
+            groups = try PatchGroup.all(of: info, patches: patches)
         } catch {
             problems.add(.patchMalformed, path: ContentInfo.fileName, "\(error.message); make the delta again (hcpack delta OLD NEW)")
             return problems.problems
@@ -163,36 +185,19 @@ public struct FilePatch: Sendable, Equatable {
             if entry(target) != nil {
                 problems.add(.patchMalformed, path: target, "the delta carries this file both whole and as a patch; make the delta again")
             }
-            output.add(result: made.size, patch: patch.patch.size, base: patch.base.size)
+            output.add(result: made.size, patch: patch.frame?.patch.size ?? 0, base: patch.base.size)
             results.append((target, made.size))
-            if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: patch.windowLog) == nil {
-                problems.add(.patchMalformed, path: target, "the patch's window (2^\(patch.windowLog) bytes) is smaller than its base and result together; make the delta again")
-            }
-            guard let stored = entry(patch.entryPath), stored.kind == .file else {
-                problems.add(.patchMismatch, path: patch.entryPath, "\(key) records a patch that the delta does not carry; make the delta again")
-                continue
-            }
-            if stored.size != patch.patch.size {
-                problems.add(.patchMismatch, path: patch.entryPath, "is \(stored.size) bytes but \(key) records \(patch.patch.size); the patch changed after the delta was made")
-            } else if let digest = stored.sha256, !digest.matchesHex(patch.patch.sha256) {
-                problems.add(.patchMismatch, path: patch.entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(patch.patch.sha256); the patch changed after the delta was made")
-            } else if let head = stored.head,
-                let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: patch.windowLog, resultSize: made.size) })
-            {
-                // Install would refuse it while applying it: verify says so first, with the same rule.
-                problems.add(.patchResult, path: patch.entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
-            } else if let frame = stored.patchFrame, frame != .oneFrame {
-                // Install applies only exactly one frame (ZSTD_findFrameCompressedSize): verify says so first.
-                let shape =
-                    switch frame {
-                    case .trailing(let count): "\(count) bytes follow its zstd frame"
-                    case .truncated: "it ends inside its zstd frame"
-                    default: "it is not a zstd frame"
-                    }
-                problems.add(.patchResult, path: patch.entryPath, "the patch is not exactly one zstd frame: \(shape); make the delta again")
+            if let frame = patch.frame {
+                checkFrame(
+                    frame, entryPath: patch.entryPath, baseSize: patch.base.size, resultSize: made.size, entry: entry(patch.entryPath),
+                    problems: &problems, windowTarget: target)
             }
         }
-        let expected = Set(patches.values.map(\.entryPath))
+        for group in groups {
+            output.add(result: 0, patch: group.frame.patch.size, base: 0)
+            checkGroup(group, patches: patches, records: records, entry: entry(group.entryPath), problems: &problems)
+        }
+        let expected = Set(patches.values.filter { $0.frame != nil }.map(\.entryPath) + groups.map(\.entryPath))
         var patchBytes: Int64 = 0
         for stored in patchEntries {
             patchBytes = patchBytes.addingSaturated(stored.size)
@@ -205,5 +210,96 @@ public struct FilePatch: Sendable, Equatable {
             contentsOf: output.problems(
                 results: results, archiveBytes: bounds.archiveBytes, carriedBytes: carried, limits: bounds.limits, maxSize: bounds.maxSize))
         return problems.problems
+    }
+    /// The checks of one frame (a file's own or a group's): its window covers base and result, and its entry
+    /// is there with the recorded size and SHA-256 and a zstd frame header that declares the result, a window
+    /// within the record's and no dictionary, and is exactly one frame.
+    private static func checkFrame(
+        _ frame: PatchFrame, entryPath: String, baseSize: Int64, resultSize: Int64, entry stored: PackageEntry?,
+        problems: inout ProblemList, windowTarget: String
+    ) {
+        if PatchCodec.windowLog(baseSize: baseSize, targetSize: resultSize, limit: frame.windowLog) == nil {
+            problems.add(
+                .patchMalformed, path: windowTarget,
+                "the patch's window (2^\(frame.windowLog) bytes) is smaller than its base and result together; make the delta again")
+        }
+        guard let stored, stored.kind == .file else {
+            problems.add(.patchMismatch, path: entryPath, "\(key) records a patch that the delta does not carry; make the delta again")
+            return
+        }
+        if stored.size != frame.patch.size {
+            problems.add(.patchMismatch, path: entryPath, "is \(stored.size) bytes but \(key) records \(frame.patch.size); the patch changed after the delta was made")
+        } else if let digest = stored.sha256, !digest.matchesHex(frame.patch.sha256) {
+            problems.add(.patchMismatch, path: entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(frame.patch.sha256); the patch changed after the delta was made")
+        } else if let head = stored.head,
+            let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: frame.windowLog, resultSize: resultSize) })
+        {
+            // Install would refuse it while applying it: verify says so first, with the same rule.
+            problems.add(.patchResult, path: entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
+        } else if let shape = stored.patchFrame, shape != .oneFrame {
+            // Install applies only exactly one frame (ZSTD_findFrameCompressedSize): verify says so first.
+            let described =
+                switch shape {
+                case .trailing(let count): "\(count) bytes follow its zstd frame"
+                case .truncated: "it ends inside its zstd frame"
+                default: "it is not a zstd frame"
+                }
+            problems.add(.patchResult, path: entryPath, "the patch is not exactly one zstd frame: \(described); make the delta again")
+        }
+    }
+
+    /// The checks of a patch group: each file's base and result fit the group's window, and its entry is there
+    /// with the recorded size and SHA-256 and is exactly one zstd frame a file, in order, each frame's header
+    /// declaring its file's result, a window within the record's and no dictionary.
+    private static func checkGroup(
+        _ group: PatchGroup, patches: [String: FilePatch], records: [String: FileRecord]?, entry stored: PackageEntry?,
+        problems: inout ProblemList
+    ) {
+        let window = group.frame.windowLog
+        for path in group.paths {
+            guard let patch = patches[path], let made = records?[path] else { continue }  // reported with the file
+            if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: window) == nil {
+                problems.add(
+                    .patchMalformed, path: Verifier.contentsPrefix + path,
+                    "the patch group's window (2^\(window) bytes) is smaller than this file's base and result together; make the delta again")
+            }
+        }
+        guard let stored, stored.kind == .file else {
+            problems.add(.patchMismatch, path: group.entryPath, "\(PatchGroup.key) records a patch group that the delta does not carry; make the delta again")
+            return
+        }
+        if stored.size != group.frame.patch.size {
+            problems.add(.patchMismatch, path: group.entryPath, "is \(stored.size) bytes but \(PatchGroup.key) records \(group.frame.patch.size); the patch group changed after the delta was made")
+            return
+        }
+        if let digest = stored.sha256, !digest.matchesHex(group.frame.patch.sha256) {
+            problems.add(.patchMismatch, path: group.entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(group.frame.patch.sha256); the patch group changed after the delta was made")
+            return
+        }
+        // Install applies exactly one frame a file, in order: verify says so first, with the same rule.
+        guard let shape = stored.patchFrame else { return }  // not read whole: install walks the frames
+        guard case .frames(let heads) = shape else {
+            let described =
+                switch shape {
+                case .truncated: "it ends inside a zstd frame"
+                default: "it is not a sequence of zstd frames"
+                }
+            problems.add(.patchResult, path: group.entryPath, "the patch group is not one zstd frame a file: \(described); make the delta again")
+            return
+        }
+        guard heads.count == group.paths.count else {
+            problems.add(
+                .patchResult, path: group.entryPath,
+                "the patch group holds \(heads.count) zstd frames for the \(group.paths.count) files it makes; make the delta again")
+            return
+        }
+        for (head, path) in zip(heads, group.paths) {
+            guard let made = records?[path],
+                let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: window, resultSize: made.size) })
+            else { continue }
+            problems.add(
+                .patchResult, path: group.entryPath,
+                "the frame of Contents/\(path) does not fit its record: \(mismatch.message); make the delta again")
+        }
     }
 }

@@ -15,6 +15,8 @@ extension InstallSession {
         /// The file to place, as the new version records it.
         var file: InstalledFile
         var patch: FilePatch
+        /// The group whose frame makes the file; nil for a patch of its own.
+        var group: PatchGroup?
     }
 
     /// The delta's patched files, with the size and SHA-256 the new version records for each. Read from the
@@ -22,8 +24,12 @@ extension InstallSession {
     func patchedFiles(_ report: VerificationReport, archive: String) throws(HCPackError) -> [PatchedFile] {
         guard let info = report.contentInfo, info.dictionary[FilePatch.key] != nil else { return [] }
         let patches: [String: FilePatch]
+        var groupOf: [String: PatchGroup] = [:]
         do {
             patches = try FilePatch.all(of: info)
+            for group in try PatchGroup.all(of: info, patches: patches) {
+                for path in group.paths { groupOf[path] = group }
+            }
         } catch {
             throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(error.message)", path: archive)
         }
@@ -35,7 +41,8 @@ extension InstallSession {
                     .invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] Contents/\(patch.path) has a patch but no record; run hcpack verify on it",
                     path: archive)
             }
-            result.append(PatchedFile(file: InstalledFile(path: patch.path, size: record.size, sha256: record.sha256), patch: patch))
+            result.append(
+                PatchedFile(file: InstalledFile(path: patch.path, size: record.size, sha256: record.sha256), patch: patch, group: groupOf[patch.path]))
         }
         return result
     }
@@ -48,7 +55,7 @@ extension InstallSession {
         var damaged: [String] = []
         var made = false
         lastInspected = nil
-        for item in patched {
+        for item in patched where item.group == nil {
             let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
             let location = "\(destinationPath)/\(item.patch.path)"
             // DEST's copy has the base's size: it is hashed on a second thread while the patch is applied to it
@@ -69,6 +76,16 @@ extension InstallSession {
             case .notBase: damaged.append("\(location) changed since it was installed (\(needing))")
             case .changedWhileRead: damaged.append("\(location) changed while the delta was being installed (\(needing))")
             }
+        }
+        let byPath = Dictionary(patched.map { ($0.file.path, $0) }, uniquingKeysWith: { first, _ in first })
+        var groups = Array(Dictionary(patched.compactMap { $0.group.map { ($0.number, $0) } }, uniquingKeysWith: { first, _ in first }).values)
+        groups.sort { $0.number < $1.number }
+        for group in groups {
+            let members = group.paths.compactMap { byPath[$0] }
+            guard members.count == group.paths.count else {
+                throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) names a file without a patch record; run hcpack verify on it", path: archive)
+            }
+            if try applyGroup(group, members, package: package, staging: staging, archive: archive, damaged: &damaged) { made = true }
         }
         lastInspected = nil
         guard damaged.isEmpty else {
@@ -101,7 +118,7 @@ extension InstallSession {
     ) throws(HCPackError) -> AppliedPatch {
         let patch = item.patch
         var parts = patch.path.split(separator: "/")
-        guard let leaf = parts.popLast().map(String.init) else { return .alreadyMade }
+        guard let leaf = parts.popLast().map(String.init), let frame = patch.frame else { return .alreadyMade }
         let refusal = { (message: String) in
             HCPackError(
                 .invalidPackage,
@@ -131,7 +148,7 @@ extension InstallSession {
             defer { Descriptor.release(patchDescriptor) }
             patchBytes = try MappedFile(reading: patchDescriptor, path: patchFolder.describe(leaf))
         }
-        guard Int64(patchBytes.count) == patch.patch.size else { throw refusal("is not the recorded \(patch.patch.size) bytes") }
+        guard Int64(patchBytes.count) == frame.patch.size else { throw refusal("is not the recorded \(frame.patch.size) bytes") }
         let outputName = package.contentsPrefix + item.file.path
         let outputFolder = try staging.directory.makeDirectories(outputName.split(separator: "/").dropLast().map { $0 })
         let descriptor = try outputFolder.createFileForMapping(leaf)
@@ -142,7 +159,7 @@ extension InstallSession {
         do {
             let output = try MappedFile(writing: descriptor, count: Int(item.file.size), path: outputFolder.describe(leaf))
             do {
-                try PatchCodec.applyPatch(base: base, patch: patchBytes, windowLog: patch.windowLog, output: output) { hasher.update($0) }
+                try PatchCodec.applyPatch(base: base, patch: patchBytes, windowLog: frame.windowLog, output: output) { hasher.update($0) }
             } catch {
                 failure = refusal("does not apply: \(error.message)")
             }
@@ -168,5 +185,98 @@ extension InstallSession {
         // Unmapped: its pages are in the page cache; without syncfs, each file is made durable here.
         if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf)) }
         return .made
+    }
+
+    /// Makes a patch group's files in the staging folder (`PatchGroup`), each from its own frame of the group's
+    /// entry and DEST's copy of its base, both in memory, and checks each before it is written. A DEST copy
+    /// that is already the file the group makes is skipped, one that is neither added to `damaged`. Returns
+    /// whether it made a file.
+    private func applyGroup(
+        _ group: PatchGroup, _ members: [PatchedFile], package: Package, staging: StagingArea, archive: String, damaged: inout [String]
+    ) throws(HCPackError) -> Bool {
+        let refusal = { (path: String, message: String) in
+            HCPackError(
+                .invalidPackage,
+                "\(archive): [\(Rule.patchResult.rawValue)] the patch of Contents/\(path) in \(group.entryPath) \(message); nothing was changed; install the full archive instead",
+                path: archive)
+        }
+        // The entry's frames, found once a file needs one.
+        var entry: MappedFile?
+        var frames: [Range<Int>] = []
+        func frame(_ index: Int) throws(HCPackError) -> UnsafeRawBufferPointer {
+            if entry == nil {
+                let first = members[0].patch.path
+                let stagedPatch = package.contentsPrefix + String(group.entryPath.dropFirst(Verifier.contentsPrefix.count))
+                let leaf = String(stagedPatch.split(separator: "/").last ?? "")
+                guard let patchFolder = try staging.folder(of: stagedPatch), let patchDescriptor = try patchFolder.openForReading(leaf) else {
+                    throw HCPackError(.io, "internal error: \(stagedPatch) was not staged", path: stagedPatch)
+                }
+                defer { Descriptor.release(patchDescriptor) }
+                let mapped = try MappedFile(reading: patchDescriptor, path: patchFolder.describe(leaf))
+                guard Int64(mapped.count) == group.frame.patch.size else { throw refusal(first, "is not the recorded \(group.frame.patch.size) bytes") }
+                guard let found = PatchCodec.frames(mapped.bytes, limit: PatchGroup.largestCount), found.count == members.count else {
+                    throw refusal(first, "is not one zstd frame for each of its \(members.count) files")
+                }
+                entry = mapped
+                frames = found
+            }
+            return UnsafeRawBufferPointer(rebasing: entry!.bytes[frames[index]])
+        }
+        defer { withExtendedLifetime(entry) {} }  // `frame`'s bytes are the mapping's
+        var made = false
+        for (index, item) in members.enumerated() {
+            let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
+            // DEST's copy read whole when it has the base's size (at most largestMember): the base, or found as
+            // any file is, already the new file (planning skips it) or neither.
+            guard item.patch.base.size <= PatchGroup.largestMember, case .file(let found) = try inspect(item.patch.path),
+                found == item.patch.base.size, let base = try read(item.patch.path, count: Int(found)),
+                Digest.Hasher.digest(.sha256, of: base).matchesHex(item.patch.base.sha256)
+            else {
+                switch try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged) {
+                case item.file.record?, nil: break  // already made, or damaged (added)
+                default: damaged.append("\(destinationPath)/\(item.patch.path) changed while the delta was being installed (\(needing))")
+                }
+                continue
+            }
+            hashedInPlace[item.patch.path] = item.patch.base
+            guard damaged.isEmpty else { continue }  // refused anyway: only the rest is looked at
+            guard item.file.size <= PatchGroup.largestMember else { throw refusal(item.file.path, "makes a file larger than a group's files may be") }
+            let patch = try frame(index)
+            var result = [UInt8](repeating: 0, count: Int(item.file.size))
+            var failure: PatchError?
+            base.withUnsafeBytes { base in
+                result.withUnsafeMutableBytes { output in
+                    do throws(PatchError) {
+                        try PatchCodec.applyPatch(base: base, patch: patch, windowLog: group.frame.windowLog, output: output)
+                    } catch {
+                        failure = error
+                    }
+                }
+            }
+            if let failure { throw refusal(item.file.path, "does not apply: \(failure.message)") }
+            guard Digest.Hasher.digest(.sha256, of: result).matchesHex(item.file.sha256) else {
+                throw refusal(item.file.path, "makes a file whose SHA-256 is not the recorded \(item.file.sha256)")
+            }
+            let outputName = (package.contentsPrefix + item.file.path).split(separator: "/")
+            let folder = try staging.directory.makeDirectories(Array(outputName.dropLast()))
+            let written = try folder.createFile(String(outputName.last ?? ""))
+            try written.write(result)
+            // Without syncfs, each file is made durable here (applyPatches syncs the staging folder once otherwise).
+            try written.finish(synchronize: !FileSystemSync.isAvailable)
+            made = true
+        }
+        return made
+    }
+
+    /// DEST's `path`, read whole; nil unless it has exactly `count` bytes.
+    private func read(_ path: String, count: Int) throws(HCPackError) -> [UInt8]? {
+        var parts = path.split(separator: "/")
+        guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts),
+            let descriptor = try folder.openForReading(leaf)
+        else { return nil }
+        defer { Descriptor.release(descriptor) }
+        let mapped = try MappedFile(reading: descriptor, path: folder.describe(leaf))
+        guard mapped.count == count else { return nil }
+        return withExtendedLifetime(mapped) { Array(mapped.bytes) }
     }
 }

@@ -186,8 +186,8 @@ public enum PackageScanner {
                 guard index < files.count, !slots.failed, !isCancelled() else { return }
                 do throws(HCPackError) {
                     let path = root + "/" + files[index].path
-                    let keepsHead = FilePatch.mayBePatch(files[index].path)
-                    slots.store(.success(try read(path, files[index].reading, keepsHead: keepsHead)), at: index)
+                    let frame = FilePatch.frameExtent(for: files[index].path)
+                    slots.store(.success(try read(path, files[index].reading, frame: frame)), at: index)
                 } catch {
                     slots.store(.failure(error), at: index)
                 }
@@ -207,7 +207,8 @@ public enum PackageScanner {
     }
 
     /// Reads a file once: its first bytes tell executables apart, and its SHA-256 is computed when asked.
-    private static func read(_ path: String, _ reading: FileReading, keepsHead: Bool) throws(HCPackError) -> FileFacts {
+    private static func read(_ path: String, _ reading: FileReading, frame patchFrame: FrameExtent?) throws(HCPackError) -> FileFacts {
+        let keepsHead = patchFrame != nil
         let file = try OpenFile(reading: path)
         if reading == .head || reading == .headAndStamp {
             let stamp = reading == .headAndStamp ? try file.stamp() : nil
@@ -220,7 +221,7 @@ public enum PackageScanner {
         let hasher = Digest.Hasher(.sha256)
         var head: [UInt8] = []
         var total: Int64 = 0
-        var frame = FrameExtent()
+        var frame = patchFrame ?? FrameExtent()
         let withCRC = reading == .hashAndCRC
         var crc32: UInt32 = 0
         try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
@@ -500,7 +501,7 @@ struct ArchiveCollector {
             let isPlist = Self.isPlistCandidate(name) && plistCandidates.count < 4
             let hashes = self.hashes
             var head: [UInt8] = []
-            var frame: FrameExtent? = FilePatch.mayBePatch(name) ? FrameExtent() : nil
+            var frame = FilePatch.frameExtent(for: name)
             var plist: [UInt8] = []
             var plistTooBig = false
             let limit = plistLimit

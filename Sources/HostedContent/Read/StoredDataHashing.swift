@@ -27,8 +27,8 @@ final class StoredDataHashing: @unchecked Sendable {
         var size: UInt64
         /// The name in the central directory: the scan takes the span only for the entry libarchive names so.
         var name: [UInt8]
-        /// Whether the entry may be a delta's patch, whose zstd frame the read walks (`FilePatch.mayBePatch`).
-        var mayBePatch: Bool
+        /// For an entry that may be a delta's patch, the walk of its zstd frames (`FilePatch.frameExtent`).
+        var frame: FrameExtent?
 
         /// The data of `entry` when it is stored, unencrypted, whole, and large enough to be worth a thread;
         /// nil otherwise (libarchive reads it as before).
@@ -42,7 +42,7 @@ final class StoredDataHashing: @unchecked Sendable {
             dataOffset = local.dataOffset
             size = entry.compressedSize
             name = entry.name
-            mayBePatch = FilePatch.mayBePatch(String(decoding: entry.name, as: UTF8.self))
+            frame = FilePatch.frameExtent(for: String(decoding: entry.name, as: UTF8.self))
         }
 
         /// Smaller entries cost more to hand over than to read on the scan's own thread.
@@ -210,7 +210,7 @@ final class StoredDataHashing: @unchecked Sendable {
         let hasher = Digest.Hasher(.sha256)
         var crc: UInt32 = 0
         var head: [UInt8] = []
-        var frame: FrameExtent? = span.mayBePatch ? FrameExtent() : nil
+        var frame = span.frame
         var done: UInt64 = 0
         while done < span.size {
             if cancelled.load(ordering: .relaxed) || index >= spanLimit.load(ordering: .relaxed) { return nil }
