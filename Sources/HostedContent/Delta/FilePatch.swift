@@ -170,8 +170,8 @@ public struct FilePatch: Sendable, Equatable {
             problems.add(.patchMalformed, path: ContentInfo.fileName, "\(error.message); make the delta again (hcpack delta OLD NEW)")
             return problems.problems
         }
-        if !patches.isEmpty && !isDelta {
-            problems.add(.patchMalformed, path: ContentInfo.fileName, "\(key) belongs to a delta, and this package has no \(DeltaBase.key); make the delta again")
+        if !isDelta, let found = [key, PatchGroup.key].first(where: { info.dictionary[$0] != nil }) {
+            problems.add(.patchMalformed, path: ContentInfo.fileName, "\(found) belongs to a delta, and this package has no \(DeltaBase.key); make the delta again")
         }
         let records = (try? info.parseIntegrity()) ?? nil
         var output = PatchOutput()
@@ -258,6 +258,12 @@ public struct FilePatch: Sendable, Equatable {
         let window = group.frame.windowLog
         for path in group.paths {
             guard let patch = patches[path], let made = records?[path] else { continue }  // reported with the file
+            // Install holds a grouped file's base and result in memory: larger files have entries of their own.
+            if patch.base.size > PatchGroup.largestMember || made.size > PatchGroup.largestMember {
+                problems.add(
+                    .patchMalformed, path: Verifier.contentsPrefix + path,
+                    "a patch group makes this file from a \(patch.base.size)-byte base into \(made.size) bytes, over the \(PatchGroup.largestMember) bytes a group's files may have; make the delta again")
+            }
             if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: window) == nil {
                 problems.add(
                     .patchMalformed, path: Verifier.contentsPrefix + path,

@@ -392,7 +392,7 @@ private struct RuleChecker {
 
     /// A delta's binary patches (FilePatch.swift), as far as they can be checked without the base.
     mutating func checkPatches() {
-        guard let info = contentInfo, isDelta || info.dictionary[FilePatch.key] != nil else { return }
+        guard let info = contentInfo, isDelta || info.dictionary[FilePatch.key] != nil || info.dictionary[PatchGroup.key] != nil else { return }
         let patchEntries = snapshot.entries.filter { $0.kind == .file && FilePatch.isPatchEntry($0.path) }
         let archiveBytes = snapshot.entries.saturatingSum { $0.kind == .file ? $0.size : 0 }
         let bounds = FilePatch.Bounds(
