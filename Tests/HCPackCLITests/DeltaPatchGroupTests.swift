@@ -197,13 +197,7 @@ struct DeltaPatchGroupTests {
         } else if verifyRefuses == false {
             #expect(verified.status == 0, "\(verified.stdout)")
         }
-        let dest = corpus.installed("dest")
-        let before = treeListing(dest), files = regularFiles(dest)
-        let result = hcpack(["install", hostile, "--dest", dest])
-        #expect(result.status == 1, "\(result.stderr)")
-        #expect((result.stderr + result.stdout).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
-        #expect(treeListing(dest) == before && regularFiles(dest) == files)
-        #expect(leftovers(dest).isEmpty)
+        expectInstallRefused(hostile, dest: corpus.installed("dest"), rule: rule)
     }
 
     @Test("HCPackPatchGroups in a package that is not a delta is delta.patch-malformed (review: it was valid)")

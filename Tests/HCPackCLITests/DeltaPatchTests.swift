@@ -121,6 +121,16 @@ struct PatchCorpus {
     }
 }
 
+/// Installs `archive` into `dest` and expects the refusal with `rule`, DEST exactly as it was and nothing left behind.
+func expectInstallRefused(_ archive: String, dest: String, rule: String, flags: [String] = []) {
+    let before = treeListing(dest), files = regularFiles(dest)
+    let result = hcpack(["install", archive, "--dest", dest] + flags)
+    #expect(result.status == 1, "\(result.stderr)")
+    #expect((result.stderr + result.stdout).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
+    #expect(treeListing(dest) == before && regularFiles(dest) == files)
+    #expect(leftovers(dest).isEmpty)
+}
+
 @Suite("hcpack delta: binary patches")
 struct DeltaPatchTests {
     @Test("Changed files travel as patches when smaller; the delta installs to exactly a full install of NEW")
@@ -354,12 +364,7 @@ struct DeltaPatchTests {
         } else if verifyRefuses == false {
             #expect(verified.status == 0, "\(verified.stdout)")
         }
-        let dest = corpus.installedV1("dest")
-        let before = treeListing(dest), files = regularFiles(dest)
-        let result = hcpack(["install", hostile, "--dest", dest])
-        #expect(result.status == 1, "\(result.stderr)")
-        #expect((result.stderr + result.stdout).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
-        #expect(treeListing(dest) == before && regularFiles(dest) == files)
+        expectInstallRefused(hostile, dest: corpus.installedV1("dest"), rule: rule)
     }
 
     @Test(
@@ -379,13 +384,7 @@ struct DeltaPatchTests {
         #expect(bombSize < 300_000)
         let verified = hcpack(["verify", bomb] + flags)
         #expect(verified.status == 1 && verified.stdout.contains("[\(rule)]"), "\(verified.stdout)")
-        let dest = corpus.installedV1("dest")
-        let before = treeListing(dest), files = regularFiles(dest)
-        let result = hcpack(["install", bomb, "--dest", dest] + flags)
-        #expect(result.status == 1, "\(result.stderr)")
-        #expect((result.stdout + result.stderr).contains("[\(rule)]"), "\(result.stdout)\(result.stderr)")
-        #expect(treeListing(dest) == before && regularFiles(dest) == files)
-        #expect(leftovers(dest).isEmpty)
+        expectInstallRefused(bomb, dest: corpus.installedV1("dest"), rule: rule, flags: flags)
     }
 
     @Test("Sizes near 2^63 in a delta's records end verify, inspect, install and diff with an answer, never a trap")

@@ -7,9 +7,10 @@ public struct DeltaPatchSummary: Sendable, Equatable {
     public var path: String
     /// The new file's size: what carrying it whole would take, before compression.
     public var size: Int64
-    /// The patch's size; for a file a group makes, its share of the group's frame, by result size.
+    /// The patch's size: its frame's; where only the plist is at hand (`FilePatch.summaries`), a grouped file's
+    /// share of its group's entry, by result size.
     public var patchSize: Int64
-    /// The patch group that makes the file (`PatchGroup.number`); nil for a patch of its own.
+    /// The patch group whose entry holds the file's frame (`PatchGroup.number`); nil for a patch of its own.
     public var group: Int? = nil
     /// Bytes saved against the whole file.
     public var saved: Int64 { size - patchSize }

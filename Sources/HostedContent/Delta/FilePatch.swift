@@ -7,7 +7,7 @@ import PropertyList
 /// (docs/format.md, `HCPackPatches`).
 ///
 /// The patch is the archive entry `Contents/.hcpack-patches/PATH`, a single zstd frame made in "patch from"
-/// mode with the base file as its prefix, or a share of a patch group's frame (`PatchGroup`). The file it
+/// mode with the base file as its prefix, or that frame inside a patch group's entry (`PatchGroup`). The file it
 /// makes is the one `HCPackIntegrity` records for PATH (size and SHA-256); this record names the file it
 /// applies to and, for a patch of its own, the patch's bytes and its window.
 public struct FilePatch: Sendable, Equatable {
@@ -52,11 +52,14 @@ public struct FilePatch: Sendable, Equatable {
 
     /// True for a name, below the package root or below one top-level folder (an archive's names before its
     /// root is known), inside the patches folder: a scan keeps such a file's first bytes.
-    static func mayBePatch(_ name: String) -> Bool {
+    static func mayBePatch(_ name: String) -> Bool { startsBelowRoot(name, with: patchPrefix) }
+
+    /// True when `name`, or `name` after its first component (an archive's top-level folder), starts with `prefix`.
+    private static func startsBelowRoot(_ name: String, with prefix: [UInt8]) -> Bool {
         let bytes = name.utf8
-        if bytes.starts(with: patchPrefix) { return true }
+        if bytes.starts(with: prefix) { return true }
         guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return false }
-        return bytes[bytes.index(after: slash)...].starts(with: patchPrefix)
+        return bytes[bytes.index(after: slash)...].starts(with: prefix)
     }
 
     private static let patchPrefix = Array((Verifier.contentsPrefix + folder + "/").utf8)
@@ -66,10 +69,7 @@ public struct FilePatch: Sendable, Equatable {
     /// (`PatchGroup`), one frame for any other; nil for every other name.
     static func frameExtent(for name: String) -> FrameExtent? {
         guard mayBePatch(name) else { return nil }
-        let bytes = name.utf8
-        if bytes.starts(with: groupPrefix) { return FrameExtent(sequence: true) }
-        guard let slash = bytes.firstIndex(of: UInt8(ascii: "/")) else { return FrameExtent() }
-        return FrameExtent(sequence: bytes[bytes.index(after: slash)...].starts(with: groupPrefix))
+        return FrameExtent(sequence: startsBelowRoot(name, with: groupPrefix))
     }
 
     /// Why `HCPackPatches` is malformed.
@@ -188,9 +188,7 @@ public struct FilePatch: Sendable, Equatable {
             output.add(result: made.size, patch: patch.frame?.patch.size ?? 0, base: patch.base.size)
             results.append((target, made.size))
             if let frame = patch.frame {
-                checkFrame(
-                    frame, entryPath: patch.entryPath, baseSize: patch.base.size, resultSize: made.size, entry: entry(patch.entryPath),
-                    problems: &problems, windowTarget: target)
+                checkOwnFrame(frame, of: patch, made: made, entry: entry(patch.entryPath), problems: &problems)
             }
         }
         for group in groups {
@@ -211,31 +209,25 @@ public struct FilePatch: Sendable, Equatable {
                 results: results, archiveBytes: bounds.archiveBytes, carriedBytes: carried, limits: bounds.limits, maxSize: bounds.maxSize))
         return problems.problems
     }
-    /// The checks of one frame (a file's own or a group's): its window covers base and result, and its entry
-    /// is there with the recorded size and SHA-256 and a zstd frame header that declares the result, a window
-    /// within the record's and no dictionary, and is exactly one frame.
-    private static func checkFrame(
-        _ frame: PatchFrame, entryPath: String, baseSize: Int64, resultSize: Int64, entry stored: PackageEntry?,
-        problems: inout ProblemList, windowTarget: String
+
+    /// The checks of a patch with a frame of its own: its window covers base and result, and its entry is there
+    /// with the recorded size and SHA-256 and a zstd frame header that declares the result, a window within the
+    /// record's and no dictionary, and is exactly one frame.
+    private static func checkOwnFrame(
+        _ frame: PatchFrame, of patch: FilePatch, made: FileRecord, entry stored: PackageEntry?, problems: inout ProblemList
     ) {
-        if PatchCodec.windowLog(baseSize: baseSize, targetSize: resultSize, limit: frame.windowLog) == nil {
+        if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: frame.windowLog) == nil {
             problems.add(
-                .patchMalformed, path: windowTarget,
+                .patchMalformed, path: Verifier.contentsPrefix + patch.path,
                 "the patch's window (2^\(frame.windowLog) bytes) is smaller than its base and result together; make the delta again")
         }
-        guard let stored, stored.kind == .file else {
-            problems.add(.patchMismatch, path: entryPath, "\(key) records a patch that the delta does not carry; make the delta again")
-            return
-        }
-        if stored.size != frame.patch.size {
-            problems.add(.patchMismatch, path: entryPath, "is \(stored.size) bytes but \(key) records \(frame.patch.size); the patch changed after the delta was made")
-        } else if let digest = stored.sha256, !digest.matchesHex(frame.patch.sha256) {
-            problems.add(.patchMismatch, path: entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(frame.patch.sha256); the patch changed after the delta was made")
-        } else if let head = stored.head,
-            let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: frame.windowLog, resultSize: resultSize) })
+        guard let stored = storedEntry(stored, recorded: frame.patch, at: patch.entryPath, recordKey: key, noun: "patch", problems: &problems)
+        else { return }
+        if let head = stored.head,
+            let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: frame.windowLog, resultSize: made.size) })
         {
             // Install would refuse it while applying it: verify says so first, with the same rule.
-            problems.add(.patchResult, path: entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
+            problems.add(.patchResult, path: patch.entryPath, "the patch's frame header does not fit its record: \(mismatch.message); make the delta again")
         } else if let shape = stored.patchFrame, shape != .oneFrame {
             // Install applies only exactly one frame (ZSTD_findFrameCompressedSize): verify says so first.
             let described =
@@ -244,8 +236,32 @@ public struct FilePatch: Sendable, Equatable {
                 case .truncated: "it ends inside its zstd frame"
                 default: "it is not a zstd frame"
                 }
-            problems.add(.patchResult, path: entryPath, "the patch is not exactly one zstd frame: \(described); make the delta again")
+            problems.add(.patchResult, path: patch.entryPath, "the patch is not exactly one zstd frame: \(described); make the delta again")
         }
+    }
+
+    /// The entry a patch or group record names, when it is there with the recorded size and SHA-256; nil, with
+    /// the problem (`delta.patch-mismatch`) added, otherwise.
+    private static func storedEntry(
+        _ stored: PackageEntry?, recorded: FileRecord, at entryPath: String, recordKey: String, noun: String, problems: inout ProblemList
+    ) -> PackageEntry? {
+        guard let stored, stored.kind == .file else {
+            problems.add(.patchMismatch, path: entryPath, "\(recordKey) records a \(noun) that the delta does not carry; make the delta again")
+            return nil
+        }
+        if stored.size != recorded.size {
+            problems.add(
+                .patchMismatch, path: entryPath,
+                "is \(stored.size) bytes but \(recordKey) records \(recorded.size); the \(noun) changed after the delta was made")
+            return nil
+        }
+        if let digest = stored.sha256, !digest.matchesHex(recorded.sha256) {
+            problems.add(
+                .patchMismatch, path: entryPath,
+                "SHA-256 \(digest.hexString) differs from the recorded \(recorded.sha256); the \(noun) changed after the delta was made")
+            return nil
+        }
+        return stored
     }
 
     /// The checks of a patch group: each file's base and result fit the group's window, and its entry is there
@@ -270,18 +286,10 @@ public struct FilePatch: Sendable, Equatable {
                     "the patch group's window (2^\(window) bytes) is smaller than this file's base and result together; make the delta again")
             }
         }
-        guard let stored, stored.kind == .file else {
-            problems.add(.patchMismatch, path: group.entryPath, "\(PatchGroup.key) records a patch group that the delta does not carry; make the delta again")
-            return
-        }
-        if stored.size != group.frame.patch.size {
-            problems.add(.patchMismatch, path: group.entryPath, "is \(stored.size) bytes but \(PatchGroup.key) records \(group.frame.patch.size); the patch group changed after the delta was made")
-            return
-        }
-        if let digest = stored.sha256, !digest.matchesHex(group.frame.patch.sha256) {
-            problems.add(.patchMismatch, path: group.entryPath, "SHA-256 \(digest.hexString) differs from the recorded \(group.frame.patch.sha256); the patch group changed after the delta was made")
-            return
-        }
+        guard
+            let stored = storedEntry(
+                stored, recorded: group.frame.patch, at: group.entryPath, recordKey: PatchGroup.key, noun: "patch group", problems: &problems)
+        else { return }
         // Install applies exactly one frame a file, in order: verify says so first, with the same rule.
         guard let shape = stored.patchFrame else { return }  // not read whole: install walks the frames
         guard case .frames(let heads) = shape else {

@@ -2,7 +2,7 @@ import Digest
 import PatchCodec
 import PropertyList
 
-/// A patch's own frame: the entry's size and SHA-256 and the window it needs.
+/// A patch entry's record: its size and SHA-256 and the window its frames need (a file's own patch, or a group's).
 public struct PatchFrame: Sendable, Equatable {
     /// The patch entry's size and SHA-256.
     public var patch: FileRecord
@@ -28,8 +28,8 @@ public struct PatchFrame: Sendable, Equatable {
 /// Small patched files whose patches travel in one archive entry (docs/format.md, `HCPackPatchGroups`): the
 /// entry is the files' zstd frames one after another, in `paths` order, each made against its own file's base
 /// as a patch of its own is. Forty patches of small JSON files as entries of their own cost 18,449 bytes of
-/// delta, nearly all of it their entries' zip headers and their records; in one entry, 7,306
-/// (bench/README.md, "json's size").
+/// delta, nearly all of it their entries' zip headers and their records; in one entry, 8,295
+/// (bench/README.md, "json's size: patch groups").
 ///
 /// Each frame needs only its own base, so a file is made or found already made on its own: a rerun after an
 /// install killed halfway, with some of the files already placed, makes the rest.
@@ -50,9 +50,9 @@ public struct PatchGroup: Sendable, Equatable {
 
     /// The group's number, from 1, in the order of the plist's array.
     public var number: Int
-    /// The listed paths the group makes, in the order of the prefix and of the content.
+    /// The listed paths the group makes, in the order of the entry's frames.
     public var paths: [String]
-    /// The group's frame.
+    /// The group's entry (size and SHA-256) and the window each of its frames needs at most.
     public var frame: PatchFrame
 
     /// A group record.

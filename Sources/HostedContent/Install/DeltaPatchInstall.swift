@@ -15,7 +15,7 @@ extension InstallSession {
         /// The file to place, as the new version records it.
         var file: InstalledFile
         var patch: FilePatch
-        /// The group whose frame makes the file; nil for a patch of its own.
+        /// The group whose entry holds the file's frame; nil for a patch of its own.
         var group: PatchGroup?
     }
 
@@ -77,10 +77,10 @@ extension InstallSession {
             case .changedWhileRead: damaged.append("\(location) changed while the delta was being installed (\(needing))")
             }
         }
+        // Each group once, in plist order, its files in its entry's order.
         let byPath = Dictionary(patched.map { ($0.file.path, $0) }, uniquingKeysWith: { first, _ in first })
-        var groups = Array(Dictionary(patched.compactMap { $0.group.map { ($0.number, $0) } }, uniquingKeysWith: { first, _ in first }).values)
-        groups.sort { $0.number < $1.number }
-        for group in groups {
+        var seen: Set<Int> = []
+        for group in patched.compactMap(\.group).filter({ seen.insert($0.number).inserted }).sorted(by: { $0.number < $1.number }) {
             let members = group.paths.compactMap { byPath[$0] }
             guard members.count == group.paths.count else {
                 throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) names a file without a patch record; run hcpack verify on it", path: archive)
