@@ -1,4 +1,5 @@
-/// Writes Apple's XML property list layout: declaration, DOCTYPE, `<plist version="1.0">`, tab indentation.
+/// Writes Apple's XML property list layout: declaration, DOCTYPE, `<plist version="1.0">`, tab indentation
+/// (or none: `indented` false).
 ///
 /// Two passes over the value: the first counts the bytes, the second writes them into a buffer of exactly
 /// that size. (Grown by doubling, the buffer for an 8 MB plist peaked at 24 MB while it was copied.)
@@ -8,6 +9,8 @@ struct XMLPlistWriter {
     /// True during the counting pass: `append` adds to `count` instead of `bytes`.
     private var counting = false
     private var count = 0
+    /// Tabs before each line by depth, as Apple's writer does; false: none (smaller where no one reads it).
+    var indented = true
 
     mutating func writeDocument(_ value: PlistValue) {
         counting = true
@@ -84,6 +87,7 @@ struct XMLPlistWriter {
     }
 
     private mutating func appendTabs(_ indent: Int) {
+        guard indented else { return }
         if counting {
             count += indent
         } else {

@@ -57,7 +57,7 @@ struct GroupCorpus {
                     if not info.filename.endswith('/'):
                         entries[info.filename] = z.read(info.filename)
             plist = plistlib.loads(entries['ContentInfo.plist'])
-            patches, groups = plist['HCPackPatches'], plist['HCPackPatchGroups']
+            groups = plist['HCPackPatchGroups']
             name = 'Contents/.hcpack-patches/.hcpack/group-1'
             def group():
                 return entries[name]
@@ -94,8 +94,27 @@ struct DeltaPatchGroupTests {
         #expect(patched.compactMap { $0["path"] as? String } == GroupCorpus.paths)
         #expect(patched.allSatisfy { $0["group"] as? Int == 1 }, "\(patched)")
         let listing = Set(run("unzip", ["-Z1", corpus.delta]).output.split(separator: "\n").map(String.init))
-        #expect(listing.contains("Contents/.hcpack-patches/.hcpack/group-1"))
-        #expect(!listing.contains { $0.hasPrefix("Contents/.hcpack-patches/levels/") || $0.hasPrefix("Contents/levels/") && !$0.hasSuffix("/") })
+        // Nothing but the plist and the group: a delta's archive has no folder entries (ArchiveLayout.delta).
+        #expect(listing == ["ContentInfo.plist", "Contents/.hcpack-patches/.hcpack/group-1"], "\(listing)")
+        #expect(!run("unzip", ["-p", corpus.delta, "ContentInfo.plist"]).output.contains("\t"))
+        #expect(run("unzip", ["-Z1", corpus.v2]).output.contains("Contents/levels/\n"))  // a package's has them
+        // BasesSize and BasesSHA256, computed by Python from OLD's records as docs/format.md says.
+        let bases = run(
+            "python3",
+            [
+                "-c",
+                """
+                import sys, zipfile, plistlib, hashlib
+                old = plistlib.loads(zipfile.ZipFile(sys.argv[1]).read('ContentInfo.plist'))['HCPackIntegrity']
+                group = plistlib.loads(zipfile.ZipFile(sys.argv[2]).read('ContentInfo.plist'))['HCPackPatchGroups'][0]
+                records = {p: old[p] for p in group['Paths']}
+                digest = hashlib.sha256(b"".join(b"%s\\0%d\\0%s\\n" % (p.encode(), r["Size"], r["SHA256"].encode())
+                    for p, r in sorted(records.items(), key=lambda kv: kv[0].encode()))).hexdigest()
+                assert 'HCPackPatches' not in plistlib.loads(zipfile.ZipFile(sys.argv[2]).read('ContentInfo.plist'))
+                print(digest == group['BasesSHA256'], sum(r['Size'] for r in records.values()) == group['BasesSize'])
+                """, corpus.v1, corpus.delta,
+            ])
+        #expect(bases.output.trimmingCharacters(in: .whitespacesAndNewlines) == "True True", "\(bases.output)")
         #expect(hcpack(["verify", corpus.delta]).status == 0)
         let inspected = hcpack(["inspect", corpus.delta])
         #expect(inspected.stdout.contains("6 as patches") && inspected.stdout.contains("patch group 1"), "\(inspected.stdout)")
@@ -168,11 +187,17 @@ struct DeltaPatchGroupTests {
             ("del entries[name]", "delta.patch-mismatch", true),
             ("groups[0]['WindowLog'] = 23", "delta.patch-malformed", true),
             ("groups[0]['WindowLog'] = 10", "delta.patch-malformed", true),
-            ("groups[0]['Paths'].pop()", "delta.patch-malformed", true),
+            ("groups[0]['Paths'].pop()", "delta.patch-result", true),  // one frame more than the paths
             ("groups.append(dict(groups[0]))", "delta.patch-malformed", true),
             ("groups[0]['Paths'].append('missing.json')", "delta.patch-malformed", true),
             ("groups[0]['Extra'] = 1", "delta.patch-malformed", true),
-            ("patches['levels/0.json']['PatchSize'] = 5", "delta.patch-malformed", true),
+            // A grouped file with a patch record of its own too.
+            ("plist['HCPackPatches'] = {'levels/0.json': dict(BaseSize=1, BaseSHA256='0' * 64, PatchSize=5, PatchSHA256='0' * 64, WindowLog=20)}", "delta.patch-malformed", true),
+            ("groups[0]['Paths'][1] = '../x.json'", "delta.patch-malformed", true),
+            // Bases other than DEST's receipt records: only install, which has the receipt, can tell.
+            ("groups[0]['BasesSHA256'] = '0' * 64", "delta.patch-base", false),
+            ("groups[0]['BasesSize'] += 1", "delta.patch-base", false),
+            ("del groups[0]['BasesSHA256']", "delta.patch-malformed", true),
             // Frames in another order, one missing, one more, bytes after them, cut short.
             ("f = frames(); set_group(b''.join([f[1], f[0]] + f[2:]))", "delta.patch-result", true),
             ("f = frames(); set_group(b''.join(f[:-1]))", "delta.patch-result", true),
@@ -185,7 +210,7 @@ struct DeltaPatchGroupTests {
             // A grouped file over 1 MiB (install holds it in memory), its records edited to match (review: verify
             // passed both; install blamed the base on DEST).
             ("plist['HCPackIntegrity']['levels/4.json']['Size'] = (1 << 20) + 1; groups[0]['WindowLog'] = 22", "delta.patch-malformed", true),
-            ("patches['levels/2.json']['BaseSize'] = 1500000; groups[0]['WindowLog'] = 22", "delta.patch-malformed", true),
+            ("groups[0]['BasesSize'] = 6 * (1 << 20) + 1; groups[0]['WindowLog'] = 22", "delta.patch-malformed", true),
         ])
     func hostile(edit: String, rule: String, verifyRefuses: Bool?) throws {
         let corpus = GroupCorpus()

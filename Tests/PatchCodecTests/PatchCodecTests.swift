@@ -126,13 +126,39 @@ struct PatchCodecTests {
         }
         #expect(refusal { _ = try scratch.apply("base", "patch", windowLog: windowLog, size: target.count + 1, to: "a") } == .size)
         #expect(refusal { _ = try scratch.apply("base", "patch", windowLog: 10, size: target.count, to: "b") } == .window)
+        // Another base of the same size makes another file: the frame has no checksum (install checks the
+        // result's SHA-256, DeltaPatchTests' notTheBase), so the codec cannot tell.
         try scratch.write("other", Self.pseudoRandom(200_000, seed: 5))
-        #expect(refusal { _ = try scratch.apply("other", "patch", windowLog: windowLog, size: target.count, to: "c") } == .corrupt)
+        #expect(try scratch.apply("other", "patch", windowLog: windowLog, size: target.count, to: "c") != target)
+        #expect(patch.withUnsafeBytes { $0[4] } & 0x04 == 0)  // Frame_Header_Descriptor: Content_Checksum_flag clear
         try scratch.write("cut", Array(patch.dropLast(9)))
         #expect(refusal { _ = try scratch.apply("base", "cut", windowLog: windowLog, size: target.count, to: "d") } == .corrupt)
         try scratch.write("long", patch + [0])
         #expect(refusal { _ = try scratch.apply("base", "long", windowLog: windowLog, size: target.count, to: "e") } == .corrupt)
         #expect(PatchCodec.frameHeader(patch.withUnsafeBytes { $0 })?.contentSize == Int64(target.count))
+    }
+
+    @Test("A frame with a checksum (zstd's command line writes one) applies, and a wrong checksum is refused")
+    func checksummed() throws {
+        let scratch = try Scratch()
+        let base = Self.pseudoRandom(100_000, seed: 6)
+        var target = base
+        target.replaceSubrange(20_000..<20_050, with: Self.pseudoRandom(80, seed: 7))
+        try scratch.write("base", base)
+        try scratch.write("target", target)
+        let zstd = Process()
+        zstd.executableURL = URL(fileURLWithPath: "/usr/bin/zstd")
+        zstd.arguments = ["-q", "-f", "--patch-from=" + scratch.path + "/base", scratch.path + "/target", "-o", scratch.path + "/patch"]
+        try zstd.run()
+        zstd.waitUntilExit()
+        #expect(zstd.terminationStatus == 0)
+        var patch = try [UInt8](Data(contentsOf: URL(fileURLWithPath: scratch.path + "/patch")))
+        #expect(patch[4] & 0x04 != 0)
+        let windowLog = try #require(PatchCodec.windowLog(baseSize: Int64(base.count), targetSize: Int64(target.count)))
+        #expect(try scratch.apply("base", "patch", windowLog: windowLog, size: target.count, to: "made") == target)
+        patch[patch.count - 1] ^= 0xFF
+        try scratch.write("damaged", patch)
+        #expect(throws: PatchError.self) { _ = try scratch.apply("base", "damaged", windowLog: windowLog, size: target.count, to: "bad") }
     }
 
     @Test("The window covers base and target, and is refused over the limit")

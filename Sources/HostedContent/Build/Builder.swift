@@ -264,6 +264,7 @@ public enum Builder {
                         sha256: entry.sha256 ?? [],
                         stamp: entry.stamp, crc32: entry.crc32))
             case .directory:
+                guard options.layout == .package else { continue }
                 entry.permissions = 0o755
                 items.append(
                     BuildPlan.Item(path: packagePath, kind: .directory, sourceRelative: sourceRelative, size: 0, sha256: []))
@@ -276,7 +277,7 @@ public enum Builder {
             kept += 1
         }
         entries.removeSubrange(kept...)
-        if sourceKind == .plainFolder {
+        if sourceKind == .plainFolder && options.layout == .package {
             entries.insert(PackageEntry(path: Verifier.contentsFolder, kind: .directory, permissions: 0o755), at: 0)
             items.append(BuildPlan.Item(path: Verifier.contentsFolder, kind: .directory, sourceRelative: "", size: 0, sha256: []))
         }
@@ -331,7 +332,7 @@ public enum Builder {
                 info.integrity = records
             }
             recordIntegrity(pending: defersDigests)
-            var encoded = info.encodeXML()
+            var encoded = info.encodeXML(indented: options.layout == .package)
             if defersDigests {
                 if let slots = pendingDigestSlots(
                     in: encoded, order: (try? info.integrityRecords())?.paths ?? [], item: item(listedAs:))
@@ -343,7 +344,7 @@ public enum Builder {
                     hashing = nil
                     try hashFiles(of: &items, source: source)
                     recordIntegrity(pending: false)
-                    encoded = info.encodeXML()
+                    encoded = info.encodeXML(indented: options.layout == .package)
                 }
             }
             contentInfo = info

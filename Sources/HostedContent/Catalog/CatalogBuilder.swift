@@ -161,7 +161,7 @@ public enum CatalogBuilder {
             path: path, name: SigningKey.folderAndName(path).name, product: statement.productIdentifier, version: version,
             size: fingerprint.size, sha256: fingerprint.sha256, plistSHA256: statement.plistSHA256, delta: report.deltaBase,
             hasSignature: FileSystem.exists(path + ".hcsig"))
-        candidate.hasPatches = report.deltaBase != nil && report.contentInfo?.dictionary[FilePatch.key] != nil
+        candidate.hasPatches = report.deltaBase != nil && report.contentInfo.map(FilePatch.hasPatches) == true
         return candidate
     }
 }

@@ -134,9 +134,10 @@ public enum DeltaBuilder {
         if let patches, !patches.groups.isEmpty { info.dictionary[PatchGroup.key] = PatchGroup.plistValue(patches.groups) }
         try DirectoryHandle.open(root).writeAtomically(ContentInfo.fileName, info.encodeXML())
 
-        let buildOptions = BuildOptions(
+        var buildOptions = BuildOptions(
             source: root, output: options.output, format: format, compression: options.compression,
             sourceDateEpoch: options.sourceDateEpoch, force: options.force, verify: options.verify)
+        buildOptions.layout = .delta
         var plan = try Builder.prepare(buildOptions, progress: progress)
         guard plan.isValid else {
             let first = plan.report.problems.problems.first { $0.severity == .error }

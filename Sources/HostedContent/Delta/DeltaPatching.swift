@@ -150,11 +150,12 @@ extension DeltaBuilder {
                     let frame = PatchFrame(
                         patch: FileRecord(size: Int64(framed.count), sha256: Digest.Hasher.digest(.sha256, of: framed).hexString),
                         windowLog: members.reduce(0) { max($0, $1.windowLog) })
-                    let group = PatchGroup(number: groups.count + 1, paths: members.map(\.path), frame: frame)
+                    let group = PatchGroup(
+                        number: groups.count + 1, paths: members.map(\.path), frame: frame,
+                        bases: PatchGroup.bases(members.map { ($0.path, $0.base) }))
                     groups.append(group)
                     try writeWhole([String(group.entryPath.dropFirst(Verifier.contentsPrefix.count)): framed], into: contents)
                     for member in members {
-                        records.append(FilePatch(path: member.path, base: member.base))
                         summaries.append(
                             DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count), group: group.number))
                     }
@@ -274,13 +275,13 @@ extension FilePatch {
     /// The patched files `info` records (a delta's `HCPackPatches`), each with the new file's size from
     /// `HCPackIntegrity` and the patch's; empty for a package without patches or with malformed records.
     public static func summaries(of info: ContentInfo) -> [DeltaPatchSummary] {
-        guard info.dictionary[key] != nil, let patches = try? all(of: info), let groups = try? PatchGroup.all(of: info, patches: patches)
+        guard hasPatches(info), let patches = try? all(of: info), let groups = try? PatchGroup.all(of: info, patches: patches)
         else { return [] }
         let records = (try? info.parseIntegrity()) ?? nil
         var summaries: [String: DeltaPatchSummary] = [:]
         for patch in patches.values {
-            guard let made = records?[patch.path], let frame = patch.frame else { continue }
-            summaries[patch.path] = DeltaPatchSummary(path: patch.path, size: made.size, patchSize: frame.patch.size)
+            guard let made = records?[patch.path] else { continue }
+            summaries[patch.path] = DeltaPatchSummary(path: patch.path, size: made.size, patchSize: patch.frame.patch.size)
         }
         for group in groups {
             let sizes = group.paths.map { records?[$0]?.size ?? 0 }

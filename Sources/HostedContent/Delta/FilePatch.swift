@@ -9,7 +9,7 @@ import PropertyList
 /// The patch is the archive entry `Contents/.hcpack-patches/PATH`, a single zstd frame made in "patch from"
 /// mode with the base file as its prefix, or that frame inside a patch group's entry (`PatchGroup`). The file it
 /// makes is the one `HCPackIntegrity` records for PATH (size and SHA-256); this record names the file it
-/// applies to and, for a patch of its own, the patch's bytes and its window.
+/// applies to, the patch's bytes and its window. A file a group's frame makes has no record here.
 public struct FilePatch: Sendable, Equatable {
     /// The plist key: a dictionary from listed path to record.
     public static let key = "HCPackPatches"
@@ -25,21 +25,14 @@ public struct FilePatch: Sendable, Equatable {
     public var path: String
     /// The file the patch applies to: DEST's copy of `path` must have exactly this size and SHA-256.
     public var base: FileRecord
-    /// The patch's own frame; nil for a file made by a patch group's frame.
-    public var frame: PatchFrame?
+    /// The patch's frame.
+    public var frame: PatchFrame
 
     /// A patch record with a frame of its own.
     public init(path: String, base: FileRecord, patch: FileRecord, windowLog: Int) {
         self.path = path
         self.base = base
         self.frame = PatchFrame(patch: patch, windowLog: windowLog)
-    }
-
-    /// A patch record of a file a group's frame makes.
-    public init(path: String, base: FileRecord) {
-        self.path = path
-        self.base = base
-        self.frame = nil
     }
 
     /// The patch's archive path below the package root.
@@ -106,11 +99,6 @@ public struct FilePatch: Sendable, Equatable {
                 throw FormatError(message: "\(key) names '\(path)', which is not a safe relative path")
             }
             let base = FileRecord(size: try size(baseSizeKey), sha256: try digest(baseDigestKey))
-            // A file a group makes has none of the frame's fields: the group records them once.
-            if fields[patchSizeKey] == nil && fields[patchDigestKey] == nil && fields[windowKey] == nil {
-                result[path] = FilePatch(path: path, base: base)
-                continue
-            }
             guard case .integer(let window)? = fields[windowKey], window >= 10, window <= Int64(PatchCodec.largestWindowLog) else {
                 throw FormatError(message: "\(key) '\(path)' needs \(windowKey), an integer from 10 to \(PatchCodec.largestWindowLog)")
             }
@@ -133,8 +121,26 @@ public struct FilePatch: Sendable, Equatable {
                                 [
                                     .init(key: baseSizeKey, value: .integer(patch.base.size)),
                                     .init(key: baseDigestKey, value: .string(patch.base.sha256)),
-                                ] + (patch.frame.map(PatchFrame.plistEntries) ?? []))))
+                                ] + PatchFrame.plistEntries(patch.frame))))
                 }))
+    }
+
+    /// The listed paths `info` says a patch makes, its own or a group's, as the plist names them (unchecked:
+    /// for readers that only tell patched files from files left in place); empty without patches.
+    public static func patchedPaths(of info: ContentInfo) -> Set<String> {
+        var paths: Set<String> = []
+        if case .dictionary(let records)? = info.dictionary[key] { paths.formUnion(records.entries.map(\.key)) }
+        if case .array(let groups)? = info.dictionary[PatchGroup.key] {
+            for case .dictionary(let fields) in groups {
+                if case .array(let items)? = fields[PatchGroup.pathsKey] { paths.formUnion(items.compactMap(\.stringValue)) }
+            }
+        }
+        return paths
+    }
+
+    /// True when `info` has patch records of either kind.
+    public static func hasPatches(_ info: ContentInfo) -> Bool {
+        info.dictionary[key] != nil || info.dictionary[PatchGroup.key] != nil
     }
 
     /// The sizes `check` holds the patches' output to (`PatchOutput`).
@@ -176,26 +182,34 @@ public struct FilePatch: Sendable, Equatable {
         let records = (try? info.parseIntegrity()) ?? nil
         var output = PatchOutput()
         var results: [(path: String, size: Int64)] = []
-        for patch in patches.values.sorted(by: { $0.path < $1.path }) {
-            let target = Verifier.contentsPrefix + patch.path
-            guard listed.contains(patch.path), let made = records?[patch.path] else {
-                problems.add(.patchMalformed, path: target, "\(key) has a patch for a file that Files does not list or \(ContentInfo.integrityKey) does not record; make the delta again")
-                continue
+        // The record of the file a patch makes, when Files lists it, HCPackIntegrity records it and the delta
+        // does not also carry it whole; its size counted in what the patches make.
+        func made(_ path: String, recordKey: String) -> FileRecord? {
+            let target = Verifier.contentsPrefix + path
+            guard listed.contains(path), let made = records?[path] else {
+                problems.add(
+                    .patchMalformed, path: target,
+                    "\(recordKey) has a patch for a file that Files does not list or \(ContentInfo.integrityKey) does not record; make the delta again")
+                return nil
             }
             if entry(target) != nil {
                 problems.add(.patchMalformed, path: target, "the delta carries this file both whole and as a patch; make the delta again")
             }
-            output.add(result: made.size, patch: patch.frame?.patch.size ?? 0, base: patch.base.size)
+            output.add(result: made.size, patch: 0, base: 0)
             results.append((target, made.size))
-            if let frame = patch.frame {
-                checkOwnFrame(frame, of: patch, made: made, entry: entry(patch.entryPath), problems: &problems)
-            }
+            return made
+        }
+        for patch in patches.values.sorted(by: { $0.path < $1.path }) {
+            output.add(result: 0, patch: patch.frame.patch.size, base: patch.base.size)
+            guard let made = made(patch.path, recordKey: key) else { continue }
+            checkOwnFrame(patch, made: made, entry: entry(patch.entryPath), problems: &problems)
         }
         for group in groups {
-            output.add(result: 0, patch: group.frame.patch.size, base: 0)
-            checkGroup(group, patches: patches, records: records, entry: entry(group.entryPath), problems: &problems)
+            output.add(result: 0, patch: group.frame.patch.size, base: group.bases.size)
+            let made = group.paths.map { made($0, recordKey: PatchGroup.key) }
+            checkGroup(group, made: made, entry: entry(group.entryPath), problems: &problems)
         }
-        let expected = Set(patches.values.filter { $0.frame != nil }.map(\.entryPath) + groups.map(\.entryPath))
+        let expected = Set(patches.values.map(\.entryPath) + groups.map(\.entryPath))
         var patchBytes: Int64 = 0
         for stored in patchEntries {
             patchBytes = patchBytes.addingSaturated(stored.size)
@@ -213,9 +227,8 @@ public struct FilePatch: Sendable, Equatable {
     /// The checks of a patch with a frame of its own: its window covers base and result, and its entry is there
     /// with the recorded size and SHA-256 and a zstd frame header that declares the result, a window within the
     /// record's and no dictionary, and is exactly one frame.
-    private static func checkOwnFrame(
-        _ frame: PatchFrame, of patch: FilePatch, made: FileRecord, entry stored: PackageEntry?, problems: inout ProblemList
-    ) {
+    private static func checkOwnFrame(_ patch: FilePatch, made: FileRecord, entry stored: PackageEntry?, problems: inout ProblemList) {
+        let frame = patch.frame
         if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: frame.windowLog) == nil {
             problems.add(
                 .patchMalformed, path: Verifier.contentsPrefix + patch.path,
@@ -264,26 +277,30 @@ public struct FilePatch: Sendable, Equatable {
         return stored
     }
 
-    /// The checks of a patch group: each file's base and result fit the group's window, and its entry is there
-    /// with the recorded size and SHA-256 and is exactly one zstd frame a file, in order, each frame's header
-    /// declaring its file's result, a window within the record's and no dictionary.
-    private static func checkGroup(
-        _ group: PatchGroup, patches: [String: FilePatch], records: [String: FileRecord]?, entry stored: PackageEntry?,
-        problems: inout ProblemList
-    ) {
+    /// The checks of a patch group: its bases total at most `largestMember` bytes a file, each file's result is at
+    /// most that and fits the group's window, and its entry is there with the recorded size and SHA-256 and is
+    /// exactly one zstd frame a file, in order, each frame's header declaring its file's result, a window within
+    /// the record's and no dictionary. Each base's own size is known only from DEST's receipt: install checks it.
+    /// - Parameter made: the record of the file each of the group's paths makes, in order; nil where reported.
+    private static func checkGroup(_ group: PatchGroup, made: [FileRecord?], entry stored: PackageEntry?, problems: inout ProblemList) {
         let window = group.frame.windowLog
-        for path in group.paths {
-            guard let patch = patches[path], let made = records?[path] else { continue }  // reported with the file
+        let largest = PatchGroup.largestMember
+        if group.bases.size > largest * Int64(group.paths.count) {
+            problems.add(
+                .patchMalformed, path: ContentInfo.fileName,
+                "\(PatchGroup.key) item \(group.number) records \(group.bases.size) bytes of bases for \(group.paths.count) files, over the \(largest) bytes a group's files may have each; make the delta again")
+        }
+        for (path, made) in zip(group.paths, made) {
+            guard let made else { continue }
             // Install holds a grouped file's base and result in memory: larger files have entries of their own.
-            if patch.base.size > PatchGroup.largestMember || made.size > PatchGroup.largestMember {
+            if made.size > largest {
                 problems.add(
                     .patchMalformed, path: Verifier.contentsPrefix + path,
-                    "a patch group makes this file from a \(patch.base.size)-byte base into \(made.size) bytes, over the \(PatchGroup.largestMember) bytes a group's files may have; make the delta again")
-            }
-            if PatchCodec.windowLog(baseSize: patch.base.size, targetSize: made.size, limit: window) == nil {
+                    "a patch group makes this file of \(made.size) bytes, over the \(largest) bytes a group's files may have; make the delta again")
+            } else if PatchCodec.windowLog(baseSize: 0, targetSize: made.size, limit: window) == nil {
                 problems.add(
                     .patchMalformed, path: Verifier.contentsPrefix + path,
-                    "the patch group's window (2^\(window) bytes) is smaller than this file's base and result together; make the delta again")
+                    "the patch group's window (2^\(window) bytes) is smaller than this file's result; make the delta again")
             }
         }
         guard
@@ -307,8 +324,8 @@ public struct FilePatch: Sendable, Equatable {
                 "the patch group holds \(heads.count) zstd frames for the \(group.paths.count) files it makes; make the delta again")
             return
         }
-        for (head, path) in zip(heads, group.paths) {
-            guard let made = records?[path],
+        for (head, (path, made)) in zip(heads, zip(group.paths, made)) {
+            guard let made,
                 let mismatch = head.withUnsafeBytes({ PatchCodec.headerMismatch($0, windowLog: window, resultSize: made.size) })
             else { continue }
             problems.add(

@@ -156,7 +156,7 @@ public enum PackageComparer {
             var leftInPlace: [String] = []
             // With a digest, the files left in place are what it names, whatever records the delta has (as install reads it).
             let digested = delta?.unchangedSHA256 != nil
-            let patched = digested && info.dictionary[FilePatch.key] != nil ? Set(((try? FilePatch.all(of: info)) ?? [:]).keys) : []
+            let patched = digested ? FilePatch.patchedPaths(of: info) : []
             for file in listed {
                 if let record = present[file] ?? (digested && !patched.contains(file) ? nil : carried?[file]) {
                     files[file] = record

@@ -14,10 +14,10 @@ extension InstallSession {
             present.insert(String(entry.path.dropFirst(Verifier.contentsPrefix.count)))
         }
         // Patched files are made from DEST's copies instead (DeltaPatchInstall.swift).
-        let patched = info.dictionary[FilePatch.key] == nil ? [:] : (try? FilePatch.all(of: info)) ?? [:]
+        let patched = FilePatch.patchedPaths(of: info)
         var carried: [InstalledFile] = []
         var unrecorded: [String] = []  // left in place, their records taken from DEST's receipt
-        for path in listed where !present.contains(path) && patched[path] == nil {
+        for path in listed where !present.contains(path) && !patched.contains(path) {
             // Verify's rules refuse these before install gets here; this only guards against a rule relaxed later.
             guard PackagePath.unsafeArchiveNameReason(path) == nil,
                 path.split(separator: "/").first != Substring(Installer.metadataFolder),

@@ -14,7 +14,8 @@ extension InstallSession {
     struct PatchedFile {
         /// The file to place, as the new version records it.
         var file: InstalledFile
-        var patch: FilePatch
+        /// The file's own patch; nil for a file a group makes.
+        var patch: FilePatch?
         /// The group whose entry holds the file's frame; nil for a patch of its own.
         var group: PatchGroup?
     }
@@ -22,55 +23,57 @@ extension InstallSession {
     /// The delta's patched files, with the size and SHA-256 the new version records for each. Read from the
     /// plist before it is released; verify's rules have checked the records and the patch entries.
     func patchedFiles(_ report: VerificationReport, archive: String) throws(HCPackError) -> [PatchedFile] {
-        guard let info = report.contentInfo, info.dictionary[FilePatch.key] != nil else { return [] }
+        guard let info = report.contentInfo, FilePatch.hasPatches(info) else { return [] }
         let patches: [String: FilePatch]
-        var groupOf: [String: PatchGroup] = [:]
+        let groups: [PatchGroup]
         do {
             patches = try FilePatch.all(of: info)
-            for group in try PatchGroup.all(of: info, patches: patches) {
-                for path in group.paths { groupOf[path] = group }
-            }
+            groups = try PatchGroup.all(of: info, patches: patches)
         } catch {
             throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(error.message)", path: archive)
         }
         let records = (try? info.parseIntegrity()) ?? nil
         var result: [PatchedFile] = []
-        for patch in patches.values.sorted(by: { $0.path < $1.path }) {
-            guard let record = records?[patch.path], patch.path.split(separator: "/").first != Substring(Installer.metadataFolder) else {
+        func add(_ path: String, patch: FilePatch?, group: PatchGroup?) throws(HCPackError) {
+            guard let record = records?[path], path.split(separator: "/").first != Substring(Installer.metadataFolder) else {
                 throw HCPackError(
-                    .invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] Contents/\(patch.path) has a patch but no record; run hcpack verify on it",
+                    .invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] Contents/\(path) has a patch but no record; run hcpack verify on it",
                     path: archive)
             }
-            result.append(
-                PatchedFile(file: InstalledFile(path: patch.path, size: record.size, sha256: record.sha256), patch: patch, group: groupOf[patch.path]))
+            result.append(PatchedFile(file: InstalledFile(path: path, size: record.size, sha256: record.sha256), patch: patch, group: group))
         }
-        return result
+        for patch in patches.values { try add(patch.path, patch: patch, group: nil) }
+        for group in groups {
+            for path in group.paths { try add(path, patch: nil, group: group) }
+        }
+        return result.sorted { $0.file.path < $1.file.path }
     }
 
     /// Refuses the install unless DEST's copy of every patched file is its base; makes each file in the staging
     /// folder and checks its size and SHA-256. Writes only inside the staging folder, which a refusal discards.
-    func applyPatches(_ patched: [PatchedFile], package: Package, archive: String) throws(HCPackError) {
+    func applyPatches(_ patched: [PatchedFile], delta: DeltaBase, package: Package, archive: String) throws(HCPackError) {
         guard !patched.isEmpty, let staging else { return }
         let target = "\(package.productIdentifier) \(package.version.text)"
         var damaged: [String] = []
         var made = false
         lastInspected = nil
-        for item in patched where item.group == nil {
-            let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
-            let location = "\(destinationPath)/\(item.patch.path)"
+        for item in patched {
+            guard let patch = item.patch else { continue }
+            let needing = "the delta patches the \(patch.base.size)-byte file with SHA-256 \(patch.base.sha256)"
+            let location = "\(destinationPath)/\(patch.path)"
             // DEST's copy has the base's size: it is hashed on a second thread while the patch is applied to it
             // (a large base read twice at once, not one pass after the other), and the result kept only if it
             // was the base. Otherwise it is found as any file is: already the new file (the same version again,
             // or an interrupted install run again: nothing to make, planning skips it), the base, or neither.
             let checkingBase: Bool
-            if damaged.isEmpty, case .file(let size) = try inspect(item.patch.path), size == item.patch.base.size {
+            if damaged.isEmpty, case .file(let size) = try inspect(patch.path), size == patch.base.size {
                 checkingBase = true
             } else {
-                let found = try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged)
+                let found = try findInPlace(patch.path, [item.file.record, patch.base], needing: needing, damaged: &damaged)
                 guard damaged.isEmpty, let found, found != item.file.record else { continue }
                 checkingBase = false
             }
-            switch try apply(item, package: package, staging: staging, archive: archive, checkingBase: checkingBase) {
+            switch try apply(item.file, patch, package: package, staging: staging, archive: archive, checkingBase: checkingBase) {
             case .made: made = true
             case .alreadyMade: break
             case .notBase: damaged.append("\(location) changed since it was installed (\(needing))")
@@ -80,12 +83,15 @@ extension InstallSession {
         // Each group once, in plist order, its files in its entry's order.
         let byPath = Dictionary(patched.map { ($0.file.path, $0) }, uniquingKeysWith: { first, _ in first })
         var seen: Set<Int> = []
-        for group in patched.compactMap(\.group).filter({ seen.insert($0.number).inserted }).sorted(by: { $0.number < $1.number }) {
+        let groups = patched.compactMap(\.group).filter { seen.insert($0.number).inserted }.sorted { $0.number < $1.number }
+        let owned = groups.isEmpty ? [:] : try baseRecords(delta, package: package, archive: archive)
+        for group in groups {
             let members = group.paths.compactMap { byPath[$0] }
             guard members.count == group.paths.count else {
-                throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) names a file without a patch record; run hcpack verify on it", path: archive)
+                throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) names a file without a record; run hcpack verify on it", path: archive)
             }
-            if try applyGroup(group, members, package: package, staging: staging, archive: archive, damaged: &damaged) { made = true }
+            let bases = try owned.map { owned throws(HCPackError) in try groupBases(group, members, owned: owned, archive: archive, remedy: target) }
+            if try applyGroup(group, members, bases: bases, package: package, staging: staging, archive: archive, damaged: &damaged) { made = true }
         }
         lastInspected = nil
         guard damaged.isEmpty else {
@@ -96,6 +102,50 @@ extension InstallSession {
         // The made files are durable before the journal says they may be placed: one syncfs for all of them
         // (40 fsyncs made installing 40 patched JSON files 1.5 times slower than the full archive).
         if made && FileSystemSync.isAvailable { try FileSystemSync.synchronize(staging.directory) }
+    }
+
+    /// The files DEST's receipt records by path, when it is the receipt of the delta's base; nil when it is of the
+    /// version the delta makes (a rerun: the group's files are then found in place as made).
+    private func baseRecords(_ delta: DeltaBase, package: Package, archive: String) throws(HCPackError) -> [String: FileRecord]? {
+        let receipt = try baseReceipt(delta, package: package, archive: archive)
+        if ContentVersion(receipt.version) == package.version && receipt.plistSHA256 == delta.targetPlistSHA256 { return nil }
+        return receipt.recordsByPath
+    }
+
+    /// The bases of a group's files, in its order, from DEST's receipt of the base (`owned`), when they are the
+    /// ones the group names (`PatchGroup.bases`) and each fits the group (at most `largestMember` bytes, and
+    /// within its window with the file it makes). Refuses the delta otherwise; reads only.
+    private func groupBases(
+        _ group: PatchGroup, _ members: [PatchedFile], owned: [String: FileRecord], archive: String, remedy target: String
+    ) throws(HCPackError) -> [FileRecord] {
+        let remedy = "nothing was changed; install the full archive of \(target) instead"
+        var bases: [(path: String, record: FileRecord)] = []
+        for path in group.paths {
+            guard let record = owned[path] else {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(destinationPath): [\(Rule.patchBase.rawValue)] the receipt does not record Contents/\(path), which \(archive) patches (\(group.entryPath)); \(remedy)",
+                    path: destinationPath)
+            }
+            bases.append((path, record))
+        }
+        guard PatchGroup.bases(bases) == group.bases else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(destinationPath): [\(Rule.patchBase.rawValue)] the files \(group.entryPath) of \(archive) patches are not recorded there as in the version it was made from (its BasesSize or BasesSHA256 differs from the receipt's records); \(remedy)",
+                path: destinationPath)
+        }
+        for ((path, base), member) in zip(bases, members) {
+            guard base.size <= PatchGroup.largestMember,
+                PatchCodec.windowLog(baseSize: base.size, targetSize: member.file.size, limit: group.frame.windowLog) != nil
+            else {
+                throw HCPackError(
+                    .invalidPackage,
+                    "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) makes Contents/\(path) from its \(base.size)-byte base, more than a group's window (2^\(group.frame.windowLog) bytes) or files (\(PatchGroup.largestMember) bytes) take; \(remedy)",
+                    path: archive)
+            }
+        }
+        return bases.map(\.record)
     }
 
     /// What `apply` found DEST's copy to be, when it checked it.
@@ -114,11 +164,11 @@ extension InstallSession {
     /// DEST's copy has not been hashed yet; it is, beside the patching, and what was made is removed unless the
     /// copy was the base.
     private func apply(
-        _ item: PatchedFile, package: Package, staging: StagingArea, archive: String, checkingBase: Bool
+        _ file: InstalledFile, _ patch: FilePatch, package: Package, staging: StagingArea, archive: String, checkingBase: Bool
     ) throws(HCPackError) -> AppliedPatch {
-        let patch = item.patch
+        let frame = patch.frame
         var parts = patch.path.split(separator: "/")
-        guard let leaf = parts.popLast().map(String.init), let frame = patch.frame else { return .alreadyMade }
+        guard let leaf = parts.popLast().map(String.init) else { return .alreadyMade }
         let refusal = { (message: String) in
             HCPackError(
                 .invalidPackage,
@@ -149,22 +199,22 @@ extension InstallSession {
             patchBytes = try MappedFile(reading: patchDescriptor, path: patchFolder.describe(leaf))
         }
         guard Int64(patchBytes.count) == frame.patch.size else { throw refusal("is not the recorded \(frame.patch.size) bytes") }
-        let outputName = package.contentsPrefix + item.file.path
+        let outputName = package.contentsPrefix + file.path
         let outputFolder = try staging.directory.makeDirectories(outputName.split(separator: "/").dropLast().map { $0 })
         let descriptor = try outputFolder.createFileForMapping(leaf)
         defer { Descriptor.release(descriptor) }
-        guard item.file.size <= Int64(Int.max) else { throw refusal("makes a file too large to map") }
+        guard file.size <= Int64(Int.max) else { throw refusal("makes a file too large to map") }
         let hasher = Digest.Hasher(.sha256)
         var failure: HCPackError?
         do {
-            let output = try MappedFile(writing: descriptor, count: Int(item.file.size), path: outputFolder.describe(leaf))
+            let output = try MappedFile(writing: descriptor, count: Int(file.size), path: outputFolder.describe(leaf))
             do {
                 try PatchCodec.applyPatch(base: base, patch: patchBytes, windowLog: frame.windowLog, output: output) { hasher.update($0) }
             } catch {
                 failure = refusal("does not apply: \(error.message)")
             }
         }
-        let madeRecorded = failure == nil && hasher.finalize().matchesHex(item.file.sha256)
+        let madeRecorded = failure == nil && hasher.finalize().matchesHex(file.sha256)
         // DEST's copy decides first: written to while it was read, or not the base, the refusal names it, not the
         // patch. A patch that failed on a copy hashed earlier has the copy hashed again to tell which.
         let changedWhileRead = try FileStamp(of: baseDescriptor, path: baseFile.path) != baseStamp
@@ -173,7 +223,7 @@ extension InstallSession {
         if changedWhileRead || copy.map({ $0 != patch.base }) == true {
             _ = try outputFolder.removeFile(leaf)
             if changedWhileRead { return .changedWhileRead }
-            if copy == item.file.record {
+            if copy == file.record {
                 hashedInPlace[patch.path] = copy
                 return .alreadyMade
             }
@@ -181,7 +231,7 @@ extension InstallSession {
         }
         if let copy { hashedInPlace[patch.path] = copy }
         if let failure { throw failure }
-        guard madeRecorded else { throw refusal("makes a file whose SHA-256 is not the recorded \(item.file.sha256)") }
+        guard madeRecorded else { throw refusal("makes a file whose SHA-256 is not the recorded \(file.sha256)") }
         // Unmapped: its pages are in the page cache; without syncfs, each file is made durable here.
         if !FileSystemSync.isAvailable { try Descriptor.synchronize(descriptor, path: outputFolder.describe(leaf)) }
         return .made
@@ -191,8 +241,11 @@ extension InstallSession {
     /// entry and DEST's copy of its base, both in memory, and checks each before it is written. A DEST copy
     /// that is already the file the group makes is skipped, one that is neither added to `damaged`. Returns
     /// whether it made a file.
+    /// - Parameter bases: each member's base, from DEST's receipt (`groupBases`); nil when DEST's receipt is
+    ///   of the version the delta makes, whose files must then all be in place already.
     private func applyGroup(
-        _ group: PatchGroup, _ members: [PatchedFile], package: Package, staging: StagingArea, archive: String, damaged: inout [String]
+        _ group: PatchGroup, _ members: [PatchedFile], bases: [FileRecord]?, package: Package, staging: StagingArea, archive: String,
+        damaged: inout [String]
     ) throws(HCPackError) -> Bool {
         let refusal = { (path: String, message: String) in
             HCPackError(
@@ -205,7 +258,7 @@ extension InstallSession {
         var frames: [Range<Int>] = []
         func frame(_ index: Int) throws(HCPackError) -> UnsafeRawBufferPointer {
             if entry == nil {
-                let first = members[0].patch.path
+                let first = members[0].file.path
                 let stagedPatch = package.contentsPrefix + String(group.entryPath.dropFirst(Verifier.contentsPrefix.count))
                 let leaf = String(stagedPatch.split(separator: "/").last ?? "")
                 guard let patchFolder = try staging.folder(of: stagedPatch), let patchDescriptor = try patchFolder.openForReading(leaf) else {
@@ -225,20 +278,25 @@ extension InstallSession {
         defer { withExtendedLifetime(entry) {} }  // `frame`'s bytes are the mapping's
         var made = false
         for (index, item) in members.enumerated() {
-            let needing = "the delta patches the \(item.patch.base.size)-byte file with SHA-256 \(item.patch.base.sha256)"
-            // DEST's copy read whole when it has the base's size (at most largestMember): the base, or found as
-            // any file is, already the new file (planning skips it) or neither.
-            guard item.patch.base.size <= PatchGroup.largestMember, case .file(let found) = try inspect(item.patch.path),
-                found == item.patch.base.size, let base = try read(item.patch.path, count: Int(found)),
-                Digest.Hasher.digest(.sha256, of: base).matchesHex(item.patch.base.sha256)
+            let path = item.file.path
+            guard let baseRecord = bases?[index] else {
+                // DEST has the version the delta makes: its copy must be that version's.
+                _ = try findInPlace(path, [item.file.record], needing: "\(package.version.text) has \(item.file.size) bytes, SHA-256 \(item.file.sha256)", damaged: &damaged)
+                continue
+            }
+            let needing = "the delta patches the \(baseRecord.size)-byte file with SHA-256 \(baseRecord.sha256)"
+            // DEST's copy read whole when it has the base's size (at most largestMember, groupBases checked): the
+            // base, or found as any file is, already the new file (planning skips it) or neither.
+            guard case .file(let found) = try inspect(path), found == baseRecord.size, let base = try read(path, count: Int(found)),
+                Digest.Hasher.digest(.sha256, of: base).matchesHex(baseRecord.sha256)
             else {
-                switch try findInPlace(item.patch.path, [item.file.record, item.patch.base], needing: needing, damaged: &damaged) {
+                switch try findInPlace(path, [item.file.record, baseRecord], needing: needing, damaged: &damaged) {
                 case item.file.record?, nil: break  // already made, or damaged (added)
-                default: damaged.append("\(destinationPath)/\(item.patch.path) changed while the delta was being installed (\(needing))")
+                default: damaged.append("\(destinationPath)/\(path) changed while the delta was being installed (\(needing))")
                 }
                 continue
             }
-            hashedInPlace[item.patch.path] = item.patch.base
+            hashedInPlace[path] = baseRecord
             guard damaged.isEmpty else { continue }  // refused anyway: only the rest is looked at
             guard item.file.size <= PatchGroup.largestMember else { throw refusal(item.file.path, "makes a file larger than a group's files may be") }
             let patch = try frame(index)

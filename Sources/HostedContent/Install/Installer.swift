@@ -315,7 +315,7 @@ final class InstallSession {
         if let delta {
             wanted = (wanted + carried + patched.map(\.file)).sorted { $0.path < $1.path }
             try checkBase(delta, package: package, carried: carried, archive: archive)
-            try applyPatches(patched, package: package, archive: archive)  // issue 32
+            try applyPatches(patched, delta: delta, package: package, archive: archive)  // issue 32
         }
         let plan = try makePlan(package: package, wanted: wanted)
         if delta != nil { try checkCarriedStayInPlace(plan, carried: carried) }

@@ -164,7 +164,7 @@ public struct ContentInfo: Sendable, Equatable {
     }
 
     /// The plist as XML bytes.
-    public func encodeXML() -> [UInt8] { PropertyList.encodeXML(.dictionary(dictionary)) }
+    public func encodeXML(indented: Bool = true) -> [UInt8] { PropertyList.encodeXML(.dictionary(dictionary), indented: indented) }
 }
 
 extension ContentInfo {

@@ -195,9 +195,9 @@ public enum Rule: String, Sendable, Codable, CaseIterable {
             "HCPackDeltaBase is not {ContentVersion, PlistSHA256, TargetPlistSHA256, optional UnchangedSHA256}, names a base not older than ContentVersion, or the delta has no Files."
         case .deltaMissingRecord: "A delta without UnchangedSHA256 lists a file without an HCPackIntegrity record, so the installed copy cannot be checked."
         case .patchMalformed:
-            "HCPackPatches is not {path: {BaseSize, BaseSHA256, PatchSize, PatchSHA256, WindowLog}} in a delta, names a file not listed or not recorded, or one also carried whole, or a window too small for base and result; or HCPackPatchGroups is not [{Paths, PatchSize, PatchSHA256, WindowLog}], names a path without a frame-less HCPackPatches record or one path twice, or leaves such a record out of every group."
+            "HCPackPatches is not {path: {BaseSize, BaseSHA256, PatchSize, PatchSHA256, WindowLog}} in a delta, names a file not listed or not recorded, or one also carried whole, or a window too small for base and result; or HCPackPatchGroups is not [{BasesSize, BasesSHA256, Paths, PatchSize, PatchSHA256, WindowLog}], names a path with an HCPackPatches record or one path twice, a file over 1 MiB or a window too small for it, or more than 1 MiB of bases a file (install: a base from the receipt over 1 MiB or too large for the window)."
         case .patchMismatch: "A patch or patch group entry under Contents/.hcpack-patches/ is missing, differs from its recorded size or SHA-256, or is not recorded."
-        case .patchBase: "Install: the destination's copy of a patched file is not the base the patch applies to."
+        case .patchBase: "Install: the destination's copy of a patched file is not the base the patch applies to, or its receipt's records of a patch group's bases are not the ones the group names (BasesSize, BasesSHA256)."
         case .patchResult: "A patch does not make the recorded file: its frame header declares a window over WindowLog, another size or a dictionary, or a patch group's entry is not one zstd frame per file (verify), or applying it fails (install: a damaged frame, another size or SHA-256)."
         }
     }

@@ -191,9 +191,7 @@ public enum SignatureChecker {
             for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
                 carriedOrPatched.insert(String(entry.path.dropFirst(Verifier.contentsPrefix.count)))
             }
-            if let info = report.contentInfo, info.dictionary[FilePatch.key] != nil {
-                carriedOrPatched.formUnion(((try? FilePatch.all(of: info)) ?? [:]).keys)
-            }
+            if let info = report.contentInfo { carriedOrPatched.formUnion(FilePatch.patchedPaths(of: info)) }
         }
         for path in paths where records?[path] == nil && !(digestedInPlace && !carriedOrPatched.contains(path)) {
             problems.add(

@@ -555,9 +555,7 @@ private struct RuleChecker {
         // With UnchangedSHA256, DEST's receipt holds the left-in-place files' records; a record of one in the
         // plist would be a second, unchecked claim a client reading the plist could believe instead.
         var patched: Set<ExactPath> = []
-        if unchangedDigested, case .dictionary(let patches)? = info.dictionary[FilePatch.key] {
-            patched = Set(patches.keys.map(ExactPath.init))
-        }
+        if unchangedDigested { patched = Set(FilePatch.patchedPaths(of: info).map(ExactPath.init)) }
         // hcpack build writes the records in Files order: while they follow it, the next record is the one
         // a listed path has when their bytes agree (keys are unique as Strings, so no other record is).
         var nextRecord = 0
