@@ -22,7 +22,9 @@ let package = Package(
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's header only (libcurl4-openssl-dev, in the compiler's default include path): no pkgConfig, whose
+        // `--libs` would link libcurl. HTTPTransport loads libcurl.so.4 with dlopen when fetch first needs it.
+        .systemLibrary(name: "CCurl"),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // The platform layer: every system call the domain needs, and the Linux/macOS differences.
@@ -54,7 +56,7 @@ let package = Package(
         .testTarget(name: "DigestTests", dependencies: ["Digest"]),
         .testTarget(name: "PatchCodecTests", dependencies: ["PatchCodec", "FileSystemIO"]),
         .testTarget(name: "HostedContentTests", dependencies: ["HostedContent", "ArchiveIO", "PropertyList", "Digest", "TestSupport"]),
-        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "TestSupport", "hcpack", "hcpack-library-example"]),
+        .testTarget(name: "HCPackCLITests", dependencies: ["HCPackCLI", "HostedContent", "ArchiveIO", "HTTPTransport", "TestSupport", "hcpack", "hcpack-library-example"]),
     ],
     swiftLanguageModes: [.v6]
 )

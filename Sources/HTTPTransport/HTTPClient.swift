@@ -18,6 +18,9 @@ public struct HTTPLimits: Sendable, Equatable {
     public var caFile: String?
     /// The User-Agent header.
     public var userAgent: String = "hcpack"
+    /// The libcurl shared object a client opens (`dlopen`) if no client has yet: libcurl.so.4. Package-only, for
+    /// tests that name one that does not exist.
+    package var curlLibrary: String = CurlLibrary.defaultName
 
     public init() {}
 }
@@ -115,25 +118,27 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
 /// redirects are bounded and never leave https, certificates are always verified, content coding is asked to
 /// be `identity` and never decoded.
 public final class HTTPClient {
+    private let curl: CurlLibrary
     private let handle: UnsafeMutableRawPointer
     private let limits: HTTPLimits
     private var errorBuffer: [CChar]
 
-    /// `curl_global_init`, once per process (not thread-safe in libcurl itself: Swift's lazy statics are).
-    private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
-
-    /// A client with `limits`; `curl_easy_init`.
-    /// - Throws: `HTTPError` `.other` when libcurl cannot be initialized.
+    /// A client with `limits`; `curl_easy_init`. The first client of the process loads libcurl
+    /// (`CurlLibrary.shared`: `dlopen`, `dlsym`, `curl_global_init`).
+    /// - Throws: `HTTPError` `.other` when libcurl cannot be loaded (the message names the library and the
+    ///   Debian package to install) or initialized.
     public init(limits: HTTPLimits) throws(HTTPError) {
-        guard Self.globalInit, let handle = curl_easy_init() else {
-            throw HTTPError(kind: .other, url: "", message: "libcurl could not be initialized", code: -1)
+        let curl = try CurlLibrary.named(limits.curlLibrary).get()
+        guard let handle = curl.easyInit() else {
+            throw HTTPError(kind: .other, url: "", message: "libcurl could not be initialized (curl_easy_init failed)", code: -1)
         }
+        self.curl = curl
         self.handle = handle
         self.limits = limits
         errorBuffer = [CChar](repeating: 0, count: Int(ccurl_error_size()))
     }
 
-    deinit { curl_easy_cleanup(handle) }
+    deinit { curl.easyCleanup(handle) }
 
     /// Performs a GET (`curl_easy_perform`). `onHead` sees the final reply's head before any body byte (or at
     /// the end for an empty body) and returns false to stop; `onBody` gets the body in pieces and returns false
@@ -155,16 +160,16 @@ public final class HTTPClient {
         let unmanaged = Unmanaged.passRetained(state)
         defer { unmanaged.release() }
         var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
+        defer { curl.slistFreeAll(headers) }
         // identity: a CDN that recompresses would change the bytes the catalog's SHA-256 names.
         for field in [HTTPHeaderField("Accept-Encoding", "identity")] + request.headers {
-            headers = curl_slist_append(headers, "\(field.name): \(field.value)")
+            headers = curl.slistAppend(headers, "\(field.name): \(field.value)")
         }
-        curl_easy_reset(handle)
+        curl.easyReset(handle)
         errorBuffer = [CChar](repeating: 0, count: errorBuffer.count)
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { buffer in
             var rc = configure(request: request, headers: headers, context: unmanaged.toOpaque(), errorBuffer: buffer.baseAddress)
-            if rc == CURLE_OK { rc = curl_easy_perform(handle) }
+            if rc == CURLE_OK { rc = curl.easyPerform(handle) }
             return rc
         }
         let pastDeadline = { () -> HTTPError in
@@ -192,7 +197,7 @@ public final class HTTPClient {
         }
         var effective: UnsafeMutablePointer<CChar>?
         var head = state.currentHead()
-        if ccurl_getinfo_string(handle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK, let effective {
+        if ccurl_getinfo_string(curl.easyGetinfo, handle, CURLINFO_EFFECTIVE_URL, &effective) == CURLE_OK, let effective {
             head.url = String(cString: effective)
         }
         if state.deliveredHead == nil {
@@ -207,34 +212,36 @@ public final class HTTPClient {
         errorBuffer: UnsafeMutablePointer<CChar>?
     ) -> CURLcode {
         let https = request.url.lowercased().hasPrefix("https://")
+        let setopt = curl.easySetopt
+        let timeout = request.deadline.map { Self.milliseconds($0 + 1) } ?? 0
         let steps: [() -> CURLcode] = [
-            { ccurl_setopt_pointer(self.handle, CURLOPT_ERRORBUFFER, errorBuffer) },
-            { ccurl_setopt_string(self.handle, CURLOPT_URL, request.url) },
-            { ccurl_setopt_string(self.handle, CURLOPT_PROTOCOLS_STR, "http,https") },
+            { ccurl_setopt_pointer(setopt, self.handle, CURLOPT_ERRORBUFFER, errorBuffer) },
+            { ccurl_setopt_string(setopt, self.handle, CURLOPT_URL, request.url) },
+            { ccurl_setopt_string(setopt, self.handle, CURLOPT_PROTOCOLS_STR, "http,https") },
             // A redirect from https may only go to https.
-            { ccurl_setopt_string(self.handle, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https") },
-            { ccurl_setopt_long(self.handle, CURLOPT_FOLLOWLOCATION, 1) },
-            { ccurl_setopt_long(self.handle, CURLOPT_MAXREDIRS, self.limits.maxRedirects) },
-            { ccurl_setopt_long(self.handle, CURLOPT_CONNECTTIMEOUT, self.limits.connectTimeout) },
-            { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_LIMIT, self.limits.lowSpeedBytes) },
-            { ccurl_setopt_long(self.handle, CURLOPT_LOW_SPEED_TIME, self.limits.lowSpeedSeconds) },
-            { ccurl_setopt_long(self.handle, CURLOPT_TIMEOUT_MS, request.deadline.map { Self.milliseconds($0 + 1) } ?? 0) },
-            { ccurl_setopt_long(self.handle, CURLOPT_HTTP_CONTENT_DECODING, 0) },
+            { ccurl_setopt_string(setopt, self.handle, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https") },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_FOLLOWLOCATION, 1) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_MAXREDIRS, self.limits.maxRedirects) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_CONNECTTIMEOUT, self.limits.connectTimeout) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_LOW_SPEED_LIMIT, self.limits.lowSpeedBytes) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_LOW_SPEED_TIME, self.limits.lowSpeedSeconds) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_TIMEOUT_MS, timeout) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_HTTP_CONTENT_DECODING, 0) },
             // 256 KiB a write callback instead of 16: fewer calls, fewer pwrites.
-            { ccurl_setopt_long(self.handle, CURLOPT_BUFFERSIZE, 256 << 10) },
-            { ccurl_setopt_long(self.handle, CURLOPT_NOSIGNAL, 1) },
-            { ccurl_setopt_long(self.handle, CURLOPT_SSL_VERIFYPEER, 1) },
-            { ccurl_setopt_long(self.handle, CURLOPT_SSL_VERIFYHOST, 2) },
-            { ccurl_setopt_string(self.handle, CURLOPT_USERAGENT, self.limits.userAgent) },
-            { ccurl_setopt_list(self.handle, CURLOPT_HTTPHEADER, headers) },
-            { ccurl_setopt_write_function(self.handle, writeCallback) },
-            { ccurl_setopt_pointer(self.handle, CURLOPT_WRITEDATA, context) },
-            { ccurl_setopt_header_function(self.handle, headerCallback) },
-            { ccurl_setopt_pointer(self.handle, CURLOPT_HEADERDATA, context) },
-            { ccurl_setopt_xferinfo_function(self.handle, progressCallback) },
-            { ccurl_setopt_pointer(self.handle, CURLOPT_XFERINFODATA, context) },
-            { ccurl_setopt_long(self.handle, CURLOPT_NOPROGRESS, 0) },
-            { self.limits.caFile.map { ccurl_setopt_string(self.handle, CURLOPT_CAINFO, $0) } ?? CURLE_OK },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_BUFFERSIZE, 256 << 10) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_NOSIGNAL, 1) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_SSL_VERIFYPEER, 1) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_SSL_VERIFYHOST, 2) },
+            { ccurl_setopt_string(setopt, self.handle, CURLOPT_USERAGENT, self.limits.userAgent) },
+            { ccurl_setopt_list(setopt, self.handle, CURLOPT_HTTPHEADER, headers) },
+            { ccurl_setopt_write_function(setopt, self.handle, writeCallback) },
+            { ccurl_setopt_pointer(setopt, self.handle, CURLOPT_WRITEDATA, context) },
+            { ccurl_setopt_header_function(setopt, self.handle, headerCallback) },
+            { ccurl_setopt_pointer(setopt, self.handle, CURLOPT_HEADERDATA, context) },
+            { ccurl_setopt_xferinfo_function(setopt, self.handle, progressCallback) },
+            { ccurl_setopt_pointer(setopt, self.handle, CURLOPT_XFERINFODATA, context) },
+            { ccurl_setopt_long(setopt, self.handle, CURLOPT_NOPROGRESS, 0) },
+            { self.limits.caFile.map { ccurl_setopt_string(setopt, self.handle, CURLOPT_CAINFO, $0) } ?? CURLE_OK },
         ]
         for step in steps {
             let rc = step()
@@ -257,7 +264,7 @@ public final class HTTPClient {
     /// The typed error for a failed `curl_easy_perform`.
     private func error(_ code: CURLcode, url: String) -> HTTPError {
         let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let message = detail.isEmpty ? curl.easyStrerror(code).map { String(cString: $0) } ?? "CURLcode \(code.rawValue)" : detail
         let kind: HTTPError.Kind
         switch code {
         case CURLE_OPERATION_TIMEDOUT: kind = .stalled
