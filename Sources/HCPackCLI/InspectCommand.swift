@@ -52,8 +52,14 @@ struct InspectCommand: Command {
 
     /// Keys shown in their own fields rather than under "other keys".
     static let ownKeys: Set<String> = [
-        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey, DeltaBase.key, FilePatch.key,
+        ContentInfo.productIdentifierKey, ContentInfo.contentVersionKey, ContentInfo.filesKey, ContentInfo.integrityKey, DeltaBase.key, FilePatch.key, PatchGroup.key,
     ]
+
+    /// The files a delta carries whole: its files under Contents/ but its patch entries (a file's own or a
+    /// group's), which `patched` shows instead.
+    static func carriedWhole(_ inspection: PackageInspection) -> Int {
+        inspection.files.count { !$0.path.hasPrefix(FilePatch.folder + "/") }
+    }
 
     static func source(_ inspection: PackageInspection) -> (kind: String, format: String?) {
         switch inspection.report.snapshot.origin {
@@ -88,8 +94,7 @@ struct InspectCommand: Command {
                 text += "  Delta:        from version \(delta.baseVersion) (its plist's SHA-256 \(delta.basePlistSHA256)); carries "
                 let patched = FilePatch.summaries(of: info)
                 // The patch entries (a file's own, or a group's) are files under Contents/ too.
-                let carried = inspection.files.filter { !$0.path.hasPrefix(FilePatch.folder + "/") }.count
-                text += "\(carried) of \(info.files?.count ?? 0) listed files, \(patched.count) as patches, "
+                text += "\(Self.carriedWhole(inspection)) of \(info.files?.count ?? 0) listed files, \(patched.count) as patches, "
                 text += "\(fromBase.count) come from the installed base\n"
                 for patch in patched {
                     text += "    patched \(PackagePath.printable(patch.path)): \(DeltaCommand.text(patch))\n"
@@ -139,7 +144,7 @@ struct InspectCommand: Command {
     static func json(_ delta: DeltaBase, _ inspection: PackageInspection) -> JSONValue {
         .object([
             ("baseVersion", .string(delta.baseVersion)), ("basePlistSHA256", .string(delta.basePlistSHA256)),
-            ("targetPlistSHA256", .string(delta.targetPlistSHA256)), ("carried", .number(Int64(inspection.files.count))),
+            ("targetPlistSHA256", .string(delta.targetPlistSHA256)), ("carried", .number(Int64(Self.carriedWhole(inspection)))),
             ("fromBase", .array(fromBase(inspection).map(JSONValue.string))),
             ("patched", .array((inspection.contentInfo.map(FilePatch.summaries) ?? []).map(DeltaCommand.json))),
         ])

@@ -118,6 +118,10 @@ struct DeltaPatchGroupTests {
         #expect(hcpack(["verify", corpus.delta]).status == 0)
         let inspected = hcpack(["inspect", corpus.delta])
         #expect(inspected.stdout.contains("6 as patches") && inspected.stdout.contains("patch group 1"), "\(inspected.stdout)")
+        #expect(!inspected.stdout.contains("HCPackPatchGroups"), "\(inspected.stdout)")  // hcpack's key, not the app's (review)
+        // Patch entries are not files carried whole, in the JSON as in the text (review: the JSON counted the group's entry).
+        let inspectedJSON = hcpack(["inspect", corpus.delta, "--json"])
+        #expect((jsonObject(inspectedJSON.stdout)?["delta"] as? [String: Any])?["carried"] as? Int == 0, "\(inspectedJSON.stdout)")
 
         let viaDelta = corpus.installed("via-delta"), full = corpus.installed("full")
         let applied = hcpack(["install", corpus.delta, "--dest", viaDelta])
@@ -166,6 +170,14 @@ struct DeltaPatchGroupTests {
         #expect(!refused.stderr.contains("levels/2.json"), "\(refused.stderr)")
         #expect(treeListing(edited) == before && regularFiles(edited) == files)
 
+        // DEST's folder of the group's files a symlink: refused, each reason once (review: one line a file).
+        let linked = corpus.installed("linked")
+        try FileManager.default.moveItem(atPath: linked + "/levels", toPath: corpus.folder.url("elsewhere"))
+        try FileManager.default.createSymbolicLink(atPath: linked + "/levels", withDestinationPath: corpus.folder.url("elsewhere"))
+        let blocked = hcpack(["install", corpus.delta, "--dest", linked])
+        let lines = blocked.stderr.split(separator: "\n").filter { $0.hasPrefix("  ") }
+        #expect(blocked.status == 1 && !lines.isEmpty && Set(lines).count == lines.count, "\(blocked.stderr)")
+
         // Half the group already the new files (an install stopped halfway, then the rest): the rest is made.
         let half = corpus.installed("half"), full = corpus.installed("full")
         #expect(hcpack(["install", corpus.v2, "--dest", full]).status == 0)
@@ -196,7 +208,7 @@ struct DeltaPatchGroupTests {
             ("groups[0]['Paths'][1] = '../x.json'", "delta.patch-malformed", true),
             // Bases other than DEST's receipt records: only install, which has the receipt, can tell.
             ("groups[0]['BasesSHA256'] = '0' * 64", "delta.patch-base", false),
-            ("groups[0]['BasesSize'] += 1", "delta.patch-base", false),
+            ("groups[0]['BasesSize'] += 1", "delta.patch-malformed", false),  // the records hash right: the size is the delta's error
             ("del groups[0]['BasesSHA256']", "delta.patch-malformed", true),
             // Frames in another order, one missing, one more, bytes after them, cut short.
             ("f = frames(); set_group(b''.join([f[1], f[0]] + f[2:]))", "delta.patch-result", true),

@@ -214,7 +214,9 @@ public struct FilePatch: Sendable, Equatable {
         for stored in patchEntries {
             patchBytes = patchBytes.addingSaturated(stored.size)
             if !expected.contains(stored.path) {
-                problems.add(.patchMismatch, path: stored.path, "a file in \(Verifier.contentsPrefix)\(folder)/ that \(key) does not record; make the delta again")
+                problems.add(
+                    .patchMismatch, path: stored.path,
+                    "a file in \(Verifier.contentsPrefix)\(folder)/ that neither \(key) nor \(PatchGroup.key) records; make the delta again")
             }
         }
         let carried = bounds.contentBytes == .max ? .max : max(0, bounds.contentBytes - patchBytes)

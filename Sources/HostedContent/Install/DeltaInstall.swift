@@ -166,6 +166,9 @@ extension InstallSession {
     /// The refusal of a delta for the DEST files in `damaged` (from `findInPlace`), one a line: nothing was
     /// changed, and the full archive restores them. `{files}` in `what` becomes "a file" or "N files".
     func damagedFiles(_ damaged: [String], rule: Rule?, _ what: String, remedy: String) -> HCPackError {
+        // One line each: files below one blocked folder all report the folder (review: the same line 6 times).
+        var seen: Set<String> = []
+        let damaged = damaged.filter { seen.insert($0).inserted }
         let files = damaged.count == 1 ? "a file" : "\(damaged.count) files"
         return HCPackError(
             .invalidPackage,

@@ -124,16 +124,25 @@ extension InstallSession {
             guard let record = owned[path] else {
                 throw HCPackError(
                     .invalidPackage,
-                    "\(destinationPath): [\(Rule.patchBase.rawValue)] the receipt does not record Contents/\(path), which \(archive) patches (\(group.entryPath)); \(remedy)",
+                    "\(destinationPath): [\(Rule.patchBase.rawValue)] the receipt does not record \(path), which \(archive) patches (\(group.entryPath)); \(remedy)",
                     path: destinationPath)
             }
             bases.append((path, record))
         }
-        guard PatchGroup.bases(bases) == group.bases else {
+        let found = PatchGroup.bases(bases)
+        let shown = group.paths.prefix(5).joined(separator: ", ") + (group.paths.count > 5 ? ", ..." : "")
+        guard found.sha256 == group.bases.sha256 else {
             throw HCPackError(
                 .invalidPackage,
-                "\(destinationPath): [\(Rule.patchBase.rawValue)] the files \(group.entryPath) of \(archive) patches are not recorded there as in the version it was made from (its BasesSize or BasesSHA256 differs from the receipt's records); \(remedy)",
+                "\(destinationPath): [\(Rule.patchBase.rawValue)] the receipt's records of the \(group.paths.count) files patch group \(group.number) of \(archive) patches (\(shown)) are not the bases it was made from (the records' SHA-256 is \(found.sha256), BasesSHA256 says \(group.bases.sha256)); \(remedy)",
                 path: destinationPath)
+        }
+        // The records are the bases, so a BasesSize that is not their sum is the delta's own error.
+        guard found.size == group.bases.size else {
+            throw HCPackError(
+                .invalidPackage,
+                "\(archive): [\(Rule.patchMalformed.rawValue)] patch group \(group.number) records BasesSize \(group.bases.size), but its bases (\(shown)) have \(found.size) bytes; \(remedy)",
+                path: archive)
         }
         for ((path, base), member) in zip(bases, members) {
             guard base.size <= PatchGroup.largestMember,
@@ -326,15 +335,25 @@ extension InstallSession {
         return made
     }
 
-    /// DEST's `path`, read whole; nil unless it has exactly `count` bytes.
+    /// DEST's `path`, read whole; nil unless it has exactly `count` bytes. Read, not mapped: a copy truncated
+    /// meanwhile is then a short read, found as changed, not a SIGBUS that ends the install (review: 400 grouped
+    /// bases truncated while installing ended it with exit 3 and its staging folder left).
     private func read(_ path: String, count: Int) throws(HCPackError) -> [UInt8]? {
         var parts = path.split(separator: "/")
         guard let leaf = parts.popLast().map(String.init), let folder = try destination.openDirectories(parts),
             let descriptor = try folder.openForReading(leaf)
         else { return nil }
         defer { Descriptor.release(descriptor) }
-        let mapped = try MappedFile(reading: descriptor, path: folder.describe(leaf))
-        guard mapped.count == count else { return nil }
-        return withExtendedLifetime(mapped) { Array(mapped.bytes) }
+        let file = PositionedFile(descriptor: descriptor, path: folder.describe(leaf))
+        var bytes = [UInt8](repeating: 0, count: count + 1)  // one more: a copy grown meanwhile is found too
+        var read = 0
+        var failure: HCPackError?
+        bytes.withUnsafeMutableBytes { buffer in
+            do throws(HCPackError) { read = try file.readAvailable(into: buffer, at: 0) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        guard read == count else { return nil }
+        bytes.removeLast()
+        return bytes
     }
 }
