@@ -207,6 +207,17 @@ public final class HTTPClient {
         return HTTPOutcome(head: head, completed: true)
     }
 
+    private static let httpAndHTTPS = Int(CURLPROTO_HTTP) | Int(CURLPROTO_HTTPS)
+
+    /// Sets the protocols allowed by name (`option`, libcurl 7.85 and later) or, where libcurl does not know
+    /// that option (Ubuntu 22.04's 7.81), by the older bitmask option it replaced (number `olderOption`,
+    /// deprecated since 7.85, so given by number rather than by its deprecated name).
+    private func allowProtocols(_ option: CURLoption, _ names: String, olderOption: UInt32, mask: Int) -> CURLcode {
+        let rc = ccurl_setopt_string(curl.easySetopt, handle, option, names)
+        guard rc == CURLE_UNKNOWN_OPTION else { return rc }
+        return ccurl_setopt_long(curl.easySetopt, handle, CURLoption(UInt32(CURLOPTTYPE_LONG) + olderOption), mask)
+    }
+
     private func configure(
         request: HTTPRequest, headers: UnsafeMutablePointer<curl_slist>?, context: UnsafeMutableRawPointer,
         errorBuffer: UnsafeMutablePointer<CChar>?
@@ -217,9 +228,13 @@ public final class HTTPClient {
         let steps: [() -> CURLcode] = [
             { ccurl_setopt_pointer(setopt, self.handle, CURLOPT_ERRORBUFFER, errorBuffer) },
             { ccurl_setopt_string(setopt, self.handle, CURLOPT_URL, request.url) },
-            { ccurl_setopt_string(setopt, self.handle, CURLOPT_PROTOCOLS_STR, "http,https") },
+            { self.allowProtocols(CURLOPT_PROTOCOLS_STR, "http,https", olderOption: 181, mask: Self.httpAndHTTPS) },
             // A redirect from https may only go to https.
-            { ccurl_setopt_string(setopt, self.handle, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https") },
+            {
+                self.allowProtocols(
+                    CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http,https", olderOption: 182,
+                    mask: https ? Int(CURLPROTO_HTTPS) : Self.httpAndHTTPS)
+            },
             { ccurl_setopt_long(setopt, self.handle, CURLOPT_FOLLOWLOCATION, 1) },
             { ccurl_setopt_long(setopt, self.handle, CURLOPT_MAXREDIRS, self.limits.maxRedirects) },
             { ccurl_setopt_long(setopt, self.handle, CURLOPT_CONNECTTIMEOUT, self.limits.connectTimeout) },
