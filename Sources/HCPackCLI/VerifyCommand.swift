@@ -72,9 +72,16 @@ extension VerifyCommand {
     }
 
     /// One line about a delta, for verify's text report.
+    /// Patch entries are not listed files: they are counted apart (review: "carries 2 files of 13 listed" for a
+    /// delta carrying none whole and five as patches in two entries).
     static func text(_ delta: DeltaBase, _ report: VerificationReport) -> String {
-        "delta: applies to version \(delta.baseVersion) (plist SHA-256 \(delta.basePlistSHA256)); carries "
-            + "\(ReportRendering.plural(report.contentFileCount, "file")) (\(report.contentBytes) bytes) of \(report.listedFileCount) listed\n"
+        let patched = report.contentInfo.map { FilePatch.patchedPaths(of: $0).count } ?? 0
+        let patchEntries = report.snapshot.entries.count { $0.kind == .file && FilePatch.isPatchEntry($0.path) }
+        let whole = max(0, report.contentFileCount - patchEntries)
+        return "delta: applies to version \(delta.baseVersion) (plist SHA-256 \(delta.basePlistSHA256)); carries "
+            + "\(whole) of \(report.listedFileCount) listed files whole"
+            + (patched > 0 ? " and \(patched) as patches (\(patchEntries) patch \(patchEntries == 1 ? "entry" : "entries"))" : "")
+            + ", \(report.contentBytes) bytes\n"
     }
 
     /// The report, and for an archive what its signed note says (required with --trusted-key).

@@ -39,7 +39,7 @@ public struct FilePatch: Sendable, Equatable {
     public var entryPath: String { Verifier.contentsPrefix + Self.folder + "/" + path }
 
     /// True for an archive path (below the package root) inside the patches folder.
-    static func isPatchEntry(_ path: String) -> Bool {
+    public static func isPatchEntry(_ path: String) -> Bool {
         path.hasPrefix(Verifier.contentsPrefix + folder + "/")
     }
 
