@@ -35,6 +35,17 @@ public struct PositionedFile: Sendable {
         return bytes
     }
 
+    /// At most `count` bytes at `offset`: fewer where the file ends.
+    public func readAvailable(_ count: Int, at offset: Int64) throws(HCPackError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var result: Result<Int, HCPackError> = .success(0)
+        bytes.withUnsafeMutableBytes { buffer in
+            result = Result { () throws(HCPackError) in try readAvailable(into: buffer, at: offset) }
+        }
+        bytes.removeSubrange(try result.get()...)
+        return bytes
+    }
+
     /// Reads into `buffer` from `offset` until it is full or the file ends: the count read.
     public func readAvailable(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(HCPackError) -> Int {
         guard let base = buffer.baseAddress else { return 0 }

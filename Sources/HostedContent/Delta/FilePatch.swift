@@ -184,7 +184,7 @@ public struct FilePatch: Sendable, Equatable {
         var results: [(path: String, size: Int64)] = []
         // The record of the file a patch makes, when Files lists it, HCPackIntegrity records it and the delta
         // does not also carry it whole; its size counted in what the patches make.
-        func made(_ path: String, recordKey: String) -> FileRecord? {
+        func recordedResult(_ path: String, recordKey: String) -> FileRecord? {
             let target = Verifier.contentsPrefix + path
             guard listed.contains(path), let made = records?[path] else {
                 problems.add(
@@ -201,13 +201,13 @@ public struct FilePatch: Sendable, Equatable {
         }
         for patch in patches.values.sorted(by: { $0.path < $1.path }) {
             output.add(result: 0, patch: patch.frame.patch.size, base: patch.base.size)
-            guard let made = made(patch.path, recordKey: key) else { continue }
+            guard let made = recordedResult(patch.path, recordKey: key) else { continue }
             checkOwnFrame(patch, made: made, entry: entry(patch.entryPath), problems: &problems)
         }
         for group in groups {
             output.add(result: 0, patch: group.frame.patch.size, base: group.bases.size)
-            let made = group.paths.map { made($0, recordKey: PatchGroup.key) }
-            checkGroup(group, made: made, entry: entry(group.entryPath), problems: &problems)
+            let results = group.paths.map { recordedResult($0, recordKey: PatchGroup.key) }
+            checkGroup(group, made: results, entry: entry(group.entryPath), problems: &problems)
         }
         let expected = Set(patches.values.map(\.entryPath) + groups.map(\.entryPath))
         var patchBytes: Int64 = 0

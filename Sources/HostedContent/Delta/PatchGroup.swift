@@ -157,6 +157,7 @@ public struct PatchGroup: Sendable, Equatable {
                         ] + PatchFrame.plistEntries(group.frame)))
             })
     }
+
     /// `total` split in proportion to `sizes`, the remainder to the last: what each file of a group is shown to
     /// cost where only the plist is at hand (inspect, diff).
     static func shares(of total: Int64, by sizes: [Int64]) -> [Int64] {

@@ -90,7 +90,7 @@ extension InstallSession {
             guard members.count == group.paths.count else {
                 throw HCPackError(.invalidPackage, "\(archive): [\(Rule.patchMalformed.rawValue)] \(group.entryPath) names a file without a record; run hcpack verify on it", path: archive)
             }
-            let bases = try owned.map { owned throws(HCPackError) in try groupBases(group, members, owned: owned, archive: archive, remedy: target) }
+            let bases = try owned.map { owned throws(HCPackError) in try groupBases(group, members, owned: owned, archive: archive, target: target) }
             if try applyGroup(group, members, bases: bases, package: package, staging: staging, archive: archive, damaged: &damaged) { made = true }
         }
         lastInspected = nil
@@ -116,7 +116,7 @@ extension InstallSession {
     /// ones the group names (`PatchGroup.bases`) and each fits the group (at most `largestMember` bytes, and
     /// within its window with the file it makes). Refuses the delta otherwise; reads only.
     private func groupBases(
-        _ group: PatchGroup, _ members: [PatchedFile], owned: [String: FileRecord], archive: String, remedy target: String
+        _ group: PatchGroup, _ members: [PatchedFile], owned: [String: FileRecord], archive: String, target: String
     ) throws(HCPackError) -> [FileRecord] {
         let remedy = "nothing was changed; install the full archive of \(target) instead"
         var bases: [(path: String, record: FileRecord)] = []
@@ -344,16 +344,8 @@ extension InstallSession {
             let descriptor = try folder.openForReading(leaf)
         else { return nil }
         defer { Descriptor.release(descriptor) }
-        let file = PositionedFile(descriptor: descriptor, path: folder.describe(leaf))
-        var bytes = [UInt8](repeating: 0, count: count + 1)  // one more: a copy grown meanwhile is found too
-        var read = 0
-        var failure: HCPackError?
-        bytes.withUnsafeMutableBytes { buffer in
-            do throws(HCPackError) { read = try file.readAvailable(into: buffer, at: 0) } catch { failure = error }
-        }
-        if let failure { throw failure }
-        guard read == count else { return nil }
-        bytes.removeLast()
-        return bytes
+        // One byte more than the base: a copy grown meanwhile is found too.
+        let bytes = try PositionedFile(descriptor: descriptor, path: folder.describe(leaf)).readAvailable(count + 1, at: 0)
+        return bytes.count == count ? bytes : nil
     }
 }
