@@ -11,9 +11,9 @@ import FileSystemIO
 /// The last line of defence against a read that never ends: a bug in libarchive (or any C library) can loop
 /// inside one call without ever calling back, where no Swift code can interrupt it.
 ///
-/// Every `ArchiveReader` has a monitor on a timer of its own. It watches the reader's progress (bytes handed
-/// to libarchive, headers and data blocks returned, every return from libarchive) while a libarchive call
-/// or a read of the input is under way, and stops the process when that call goes `stallSeconds` without
+/// Every `ArchiveReader` has a monitor, checked by the process's one watchdog thread at the reader's interval.
+/// It watches the reader's progress (bytes handed to libarchive, headers and data blocks returned, every
+/// return from libarchive) while a libarchive call or a read of the input is under way, and stops the process when that call goes `stallSeconds` without
 /// progress, or its resident memory grows by more than `maxStallMemoryGrowth` without progress.
 ///
 /// Stopping means ending the process: a thread stuck in C cannot be cancelled, and one left spinning keeps
@@ -78,26 +78,51 @@ final class ReadProgress: Sendable {
     }
 }
 
-/// The thread that checks a `ReadProgress` every interval; it ends when the reader goes.
+/// A reader's registration with the process's one watchdog thread; it ends when the reader goes.
 final class ReadWatchdog {
     let progress = ReadProgress()
-    private let stop = DispatchSemaphore(value: 0)
+    private let monitor: StallMonitor
 
     /// Nil when `limits.stallSeconds` is 0 (no watchdog).
     init?(limits: ArchiveLimits, inputName: String) {
         guard limits.stallSeconds > 0 else { return nil }
-        let monitor = StallMonitor(
+        monitor = StallMonitor(
             progress: progress, stallSeconds: limits.stallSeconds, maxGrowth: limits.maxStallMemoryGrowth,
             inputName: inputName)
-        let interval = min(1.0, limits.stallSeconds / 4)
-        let stop = self.stop
+        WatchdogThread.shared.add(monitor, interval: min(1.0, limits.stallSeconds / 4))
+    }
+
+    deinit { WatchdogThread.shared.remove(monitor) }
+}
+
+/// One thread for every reader of the process, started at the first: a thread per reader was four thread
+/// starts for one delta of two small archives (bench/README.md, "Binary deltas"). It checks every reader at
+/// the shortest of their intervals (more often is harmless: a stall is time without a tick) and sleeps
+/// while there is none.
+private final class WatchdogThread: Sendable {
+    static let shared = WatchdogThread()
+    private let monitors = Mutex<[ObjectIdentifier: (monitor: StallMonitor, interval: Double)]>([:])
+    private let wake = DispatchSemaphore(value: 0)
+
+    private init() {
         // A thread of hcpack's own, not a dispatch timer: libdispatch retries forever a thread it cannot start.
-        WorkerThread.start(name: "hcpack-watchdog") {
-            while stop.wait(timeout: .now() + interval) == .timedOut { monitor.check() }
+        WorkerThread.start(name: "hcpack-watchdog") { [self] in
+            while true {
+                let (watched, interval) = monitors.withLock { ($0.values.map(\.monitor), $0.values.map(\.interval).min()) }
+                for monitor in watched { monitor.check() }
+                _ = wake.wait(timeout: interval.map { .now() + $0 } ?? .distantFuture)
+            }
         }
     }
 
-    deinit { stop.signal() }
+    func add(_ monitor: StallMonitor, interval: Double) {
+        monitors.withLock { $0[ObjectIdentifier(monitor)] = (monitor, interval) }
+        wake.signal()  // a shorter interval than the current wait takes effect now
+    }
+
+    func remove(_ monitor: StallMonitor) {
+        monitors.withLock { $0[ObjectIdentifier(monitor)] = nil }
+    }
 }
 
 /// The check itself, on the watchdog's thread.

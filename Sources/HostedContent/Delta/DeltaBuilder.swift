@@ -82,7 +82,11 @@ public enum DeltaBuilder {
         removeAbandonedScratch(in: parent, prefix: scratchPrefix)
         let scratch = try FileSystem.makeTemporaryDirectory(
             template: parent + "/" + scratchPrefix + "\(FileSystem.processID)-XXXXXX", for: options.output)
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        defer {
+            if let parentFolder = try? DirectoryHandle.open(parent) {
+                try? parentFolder.removeTree(String(scratch.split(separator: "/").last ?? ""))
+            }
+        }
         // Two archives as hcpack build writes them are read once each, only what the delta needs (DeltaReading.swift).
         let inputs = try readArchivesOnce(options, scratch: scratch)
         // OLD needs no integrity records: the digests read stand in for them.
@@ -132,7 +136,12 @@ public enum DeltaBuilder {
         }
         if let patches, !patches.records.isEmpty { info.dictionary[FilePatch.key] = FilePatch.plistValue(patches.records) }
         if let patches, !patches.groups.isEmpty { info.dictionary[PatchGroup.key] = PatchGroup.plistValue(patches.groups) }
-        try DirectoryHandle.open(root).writeAtomically(ContentInfo.fileName, info.encodeXML())
+        // The scratch folder is this run's own and removed at the end: no fsync, no rename.
+        let rootFolder = try DirectoryHandle.open(root)
+        _ = try rootFolder.removeFile(ContentInfo.fileName)
+        let plist = try rootFolder.createFile(ContentInfo.fileName)
+        try plist.write(info.encodeXML())
+        try plist.finish(synchronize: false)
 
         var buildOptions = BuildOptions(
             source: root, output: options.output, format: format, compression: options.compression,

@@ -118,7 +118,8 @@ public enum Installer {
     /// True when `name` is `.hcpack` on a case-insensitive file system too (APFS, ext4 casefold): `.HCPACK`, or
     /// `.hcpac` with a KELVIN SIGN (U+212A, which folds to k), would be the records' folder there.
     public static func isMetadataFolder(_ name: Substring) -> Bool {
-        if name.utf8.count == 7 && name.utf8.allSatisfy({ $0 < 0x80 }) { return name.lowercased() == metadataFolder }
+        // ASCII keeps its length through NFC and case and width folding: only 7 letters can match.
+        if name.utf8.allSatisfy({ $0 < 0x80 }) { return name.utf8.count == 7 && name.lowercased() == metadataFolder }
         guard name.utf8.count <= 64 else { return false }  // folding cannot shrink a long name to 7 letters
         return String(name).precomposedStringWithCanonicalMapping.folding(options: [.caseInsensitive, .widthInsensitive], locale: nil)
             == metadataFolder
