@@ -289,10 +289,12 @@ struct BuildBinaryTests {
         #expect(one.count > 400)
     }
 
-    @Test("A write failure (file size limit, as for a full disk) exits 3 and leaves no temporary file")
-    func writeFailure() {
+    @Test(
+        "A write failure (file size limit, as for a full disk) exits 3 and leaves no temporary file: written by the output's threads (4 MiB) and on the caller's (512 KiB, ArchiveSink.inlineBytes)",
+        arguments: [256 << 10, 32 << 10])
+    func writeFailure(copies: Int) {
         let folder = TemporaryFolder()
-        writeValidPackage(in: folder, root: "pkg", files: [("big.bin", String(repeating: "0123456789abcdef", count: 256 << 10))])
+        writeValidPackage(in: folder, root: "pkg", files: [("big.bin", String(repeating: "0123456789abcdef", count: copies))])
         folder.makeFolder("out")
         // An ignored SIGXFSZ makes write(2) fail with EFBIG past the limit (in 512-byte blocks), as ENOSPC would.
         let result = run(

@@ -37,6 +37,8 @@ final class ArchiveOutput: @unchecked Sendable {
     private let shared = Mutex<(failure: HCPackError?, digest: [UInt8]?)>((nil, nil))
     private let descriptor: Int32
     private let path: String
+    /// Written and hashed on the caller's thread: no threads, no slots (`init(inline:)`).
+    private let inlineHasher: Digest.Hasher?
 
     // The caller's own.
     private var batch: [Job] = []
@@ -47,9 +49,16 @@ final class ArchiveOutput: @unchecked Sendable {
 
     /// Starts the threads; the writer owns `descriptor` from here on (known as `path` in messages) and closes it.
     /// The SHA-256 of everything written is taken on a second thread (`finish` returns it).
-    init(descriptor: Int32, path: String) {
+    /// - Parameter inline: write and hash on the caller's thread instead, for an archive of a few hundred KiB
+    ///   (a delta of small files): two threads and 4 MiB of slots cost more than its writing (bench/README.md).
+    init(descriptor: Int32, path: String, inline: Bool = false) {
         self.descriptor = descriptor
         self.path = path
+        inlineHasher = inline ? Digest.Hasher(.sha256) : nil
+        if inline {
+            slots = []
+            return
+        }
         slots = (0..<Self.slotCount).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
@@ -64,6 +73,7 @@ final class ArchiveOutput: @unchecked Sendable {
 
     /// Appends a copy of `bytes` (they may be reused as soon as this returns).
     func write(_ bytes: UnsafeRawBufferPointer) {
+        if inlineHasher != nil { return writeInline(bytes) }
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
@@ -80,11 +90,13 @@ final class ArchiveOutput: @unchecked Sendable {
     /// Appends `bytes` without copying them: they must stay as they are until an `afterWritten` action
     /// given later has run.
     func write(lent bytes: UnsafeRawBufferPointer) {
+        if inlineHasher != nil { return writeInline(bytes) }
         if !bytes.isEmpty { batch.append(.lent(bytes)) }
     }
 
     /// Runs `action` on the thread once everything appended so far is written (or dropped after a failure).
     func afterWritten(_ action: @escaping @Sendable () -> Void) {
+        if inlineHasher != nil { return action() }
         batch.append(.after(Meeting(lanes.count, action)))
         handOver()
     }
@@ -122,9 +134,25 @@ final class ArchiveOutput: @unchecked Sendable {
     private func stop() {
         if isStopped { return }
         isStopped = true
+        if let inlineHasher {
+            let digest = inlineHasher.finalize()
+            shared.withLock { $0.digest = digest }
+            return
+        }
         handOver()
         submit([.stop])
         for _ in 0..<lanes.count { stopped.wait() }
+    }
+
+    /// `write` on the caller's thread: hashed, and written unless a write failed before.
+    private func writeInline(_ bytes: UnsafeRawBufferPointer) {
+        inlineHasher?.update(bytes)
+        guard shared.withLock({ $0.failure == nil }) else { return }
+        do throws(HCPackError) {
+            try Descriptor.writeAll(descriptor, bytes, path: path)
+        } catch {
+            shared.withLock { $0.failure = error }
+        }
     }
 
     private func takeSlot() -> (slot: Int, used: Int) {

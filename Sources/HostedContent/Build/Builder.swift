@@ -538,7 +538,8 @@ public enum Builder {
             do {
                 sink = try ArchiveSink(
                     descriptor: descriptor, format: plan.format == .zip ? .zip : .tarGzip, output: output,
-                    modificationTime: options.sourceDateEpoch, assembling: assembles ? plan.centralDirectorySize : nil)
+                    modificationTime: options.sourceDateEpoch, assembling: assembles ? plan.centralDirectorySize : nil,
+                    contentBytes: plan.contentBytes)
             } catch {
                 Descriptor.release(descriptor)
                 FileSystem.removeFile(temporary)

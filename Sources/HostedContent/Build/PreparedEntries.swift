@@ -65,7 +65,9 @@ final class PreparedEntries: @unchecked Sendable {
         self.compression = compression
         self.modificationTime = modificationTime
         for _ in 0..<(Self.aheadCount / Self.batchSize) { ahead.signal() }
-        workerCount = included.isEmpty ? 0 : max(1, ProcessInfo.processInfo.activeProcessorCount)
+        // No more workers than batches: a delta of two small files started one that found nothing to do.
+        let batches = (included.count + Self.batchSize - 1) / Self.batchSize
+        workerCount = min(batches, max(1, ProcessInfo.processInfo.activeProcessorCount))
         for number in 0..<workerCount {
             stopped.enter()
             WorkerThread.start(name: "hcpack-deflate-\(number)") { [self] in

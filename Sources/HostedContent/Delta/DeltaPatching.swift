@@ -54,6 +54,7 @@ extension DeltaBuilder {
             let oldContents = try openOldCopies(old, of: candidates, staged: staged, scratch: scratch, options: options)
             // What the kept patches make, held to the ratio install holds them to (PatchOutput).
             var patchedOutput = PatchOutput()
+            let smallPatches = PatchMaker()
             for path in candidates.sorted() {
                 guard let baseRecord = old.records[path], let madeRecord = new.records[path] else { continue }
                 var parts = path.split(separator: "/")
@@ -82,22 +83,24 @@ extension DeltaBuilder {
                 // Small: both sides in memory (read from the folders when the memory budget left them there), the
                 // patch kept there until its group's entry is written.
                 if baseRecord.size <= PatchGroup.largestMember && madeRecord.size <= PatchGroup.largestMember {
+                    // A copy kept in memory is the bytes the scan hashed and the rules held to the record; one
+                    // read from a folder is checked again once copied (the mapping is checked as it is read).
                     let madeOnDisk = keptNew[path] == nil
                     let baseBytes: [UInt8]
                     if let kept = kept.old[path] { baseBytes = kept } else {
                         let mapped = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
                         baseBytes = withExtendedLifetime(mapped) { Array(mapped.bytes) }
+                        try check(baseBytes, expecting: baseRecord, side: old, path: path)
                     }
                     let madeBytes: [UInt8]
                     if let kept = keptNew[path] { madeBytes = kept } else {
                         let mapped = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
                         madeBytes = withExtendedLifetime(mapped) { Array(mapped.bytes) }
+                        try check(madeBytes, expecting: madeRecord, side: new, path: path)
                     }
-                    try check(baseBytes, expecting: baseRecord, side: old, path: path)
-                    try check(madeBytes, expecting: madeRecord, side: new, path: path)
                     let patch: [UInt8]
                     do {
-                        patch = try PatchCodec.makePatch(base: baseBytes, target: madeBytes, windowLog: windowLog, level: level)
+                        patch = try smallPatches.makePatch(base: baseBytes, target: madeBytes, windowLog: windowLog, level: level)
                     } catch {
                         throw failed(error)
                     }
