@@ -45,7 +45,7 @@ let package = Package(
 
         // Command line: parsing, rendering, exit codes.
         .target(name: "HCPackCLI", dependencies: ["HostedContent", "PropertyList", "CBuildInfo"]),
-        .executableTarget(name: "hcpack", dependencies: ["HCPackCLI", "FileSystemIO"]),
+        .executableTarget(name: "hcpack", dependencies: ["HCPackCLI", "FileSystemIO", "Digest"]),
 
         // An example of the library used from outside: only HostedContent's public API (docs/library.md).
         .executableTarget(name: "hcpack-library-example", dependencies: ["HostedContent"], path: "examples/LibraryUsage"),

@@ -1,3 +1,4 @@
+import Digest
 import FileSystemIO
 import HCPackCLI
 
@@ -18,4 +19,6 @@ HCPack.installTruncationStop(json: CommandLine.arguments.dropFirst().contains("-
 MemoryArenas.useOne()
 // A read stuck inside libarchive ends the process with exit 1 and the archive.stalled rule (docs/SECURITY.md).
 HCPack.installStallStop()
+// fetch is the one command that may make TLS connections; the others start libcrypto lighter.
+if CommandLine.arguments.dropFirst().first != "fetch" { LibCrypto.startWithoutTLS() }
 exit(HCPack.main(Array(CommandLine.arguments.dropFirst()), context: .process()))

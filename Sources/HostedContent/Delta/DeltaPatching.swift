@@ -173,12 +173,18 @@ extension DeltaBuilder {
                         summaries.append(DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count)))
                     }
                 }
+                // Each folder made (or opened) once: 40 files in one folder were 40 mkdirat and openat.
+                var folders: [[Substring]: DirectoryHandle] = [:]
                 for member in members {
                     var parts = member.path.split(separator: "/")
                     guard let leaf = parts.popLast().map(String.init) else { continue }
                     // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the same
                     // inputs give the same delta whichever way they were read.
-                    let folder = try contents.makeDirectories(parts)
+                    let folder: DirectoryHandle
+                    if let made = folders[parts] { folder = made } else {
+                        folder = try contents.makeDirectories(parts)
+                        folders[parts] = folder
+                    }
                     if member.madeOnDisk { _ = try folder.removeFile(leaf) }
                 }
             }
