@@ -271,7 +271,10 @@ struct InstallFaultTests {
     func archiveMappingFails() throws {
         try Requirement.strace.require()
         let folder = TemporaryFolder()
-        let archive = PackageArchive(files: [("a.txt", "alpha\n")]).write(to: folder.url("p.zip"))
+        // 5 MB of incompressible files: three 2 MiB windows (a read inside the current window maps nothing).
+        var package = PackageArchive(files: [("a.txt", "alpha\n")])
+        package.generated = ("data/", 5, 1_000_000, 2)
+        let archive = package.write(to: folder.url("p.zip"))
         let binary = hcpackBinary()
         for command in [["verify", archive], ["install", archive, "--dest", folder.url("dest")]] {
             folder.makeFolder("dest")
@@ -348,8 +351,10 @@ struct InstallFaultTests {
     func threadLimit() throws {
         try Requirement.otherUser.require()
         let folder = TemporaryFolder()
+        // 2 MB: over HashPipeline.inlineBytes, so the install hashes and writes on threads of its own (a smaller
+        // archive is read on the main thread alone, and installs under any thread limit).
         var package = PackageArchive()
-        package.generated = ("data/", 20, 50_000, 1)
+        package.generated = ("data/", 40, 50_000, 1)
         let archive = package.write(to: folder.url("p.zip"))
         // A copy nobody can run and read, in a folder nobody can write.
         let binary = folder.url("hcpack")

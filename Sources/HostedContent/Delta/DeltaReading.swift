@@ -28,7 +28,9 @@ extension DeltaBuilder {
     /// (what `hcpack build` writes); nil otherwise, and the caller reads both whole.
     /// - Throws: as `PackageSide.init` does for an invalid package; `.io` when an archive changed meanwhile.
     static func readArchivesOnce(_ options: DeltaOptions, scratch: String) throws(HCPackError) -> DeltaInputs? {
-        guard try FileSystem.status(options.old)?.kind == .file, try FileSystem.status(options.new)?.kind == .file else { return nil }
+        guard let oldStatus = try FileSystem.status(options.old), oldStatus.kind == .file,
+            let newStatus = try FileSystem.status(options.new), newStatus.kind == .file
+        else { return nil }
         let verify = options.verify
         guard let oldLead = leadingPlist(options.old, options: verify), let newLead = leadingPlist(options.new, options: verify)
         else { return nil }
@@ -68,7 +70,9 @@ extension DeltaBuilder {
         newStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: newLead.bytes)
         oldStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: oldLead.bytes)
         let limits = options.verify.limits
-        let oldRead = BackgroundResult { () throws(HCPackError) in
+        // Two small archives are read one after the other on this thread (HashPipeline.inlineBytes).
+        let small = max(oldStatus.size, newStatus.size) <= HashPipeline.inlineBytes
+        let oldRead = BackgroundResult(inline: small) { () throws(HCPackError) in
             try PackageScanner.readArchive(options.old, limits: limits, staging: oldStaging)
         }
         let newSnapshot: PackageSnapshot

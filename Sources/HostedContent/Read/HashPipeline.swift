@@ -91,15 +91,31 @@ final class HashPipeline: @unchecked Sendable {
     /// refuses to free a semaphore below its initial value).
     private var unclosedFiles = 0
     private var isFinished = false
+    /// The caller's own hashing and writing when the pipeline runs inline; nil with workers.
+    private var inline: (hasher: Digest.Hasher, crc: UInt32, files: AdoptedFiles)?
+
+    /// Archives up to this size are hashed (and their files written) on the reading thread: for them, the
+    /// threads, their buffers and the hand-overs cost more CPU than the overlap saves (bench/README.md,
+    /// "Making the json delta").
+    static let inlineBytes: Int64 = 1 << 20
 
     /// - Parameters:
     ///   - writer: where adopted files are written.
     ///   - checksums: also computes each file's CRC-32 (`checksums()`), for zip entries whose CRC-32 the
     ///     caller checks instead of libarchive (which would compute it on the reading thread).
-    init(writer: WriterThread = .hashingThread, checksums: Bool = false) {
+    ///   - inline: no workers: every call hashes and writes on the caller's thread before it returns.
+    init(writer: WriterThread = .hashingThread, checksums: Bool = false, inline: Bool = false) {
+        computesChecksums = checksums
+        if inline {
+            slots = []
+            freeSlots = DispatchSemaphore(value: 0)
+            workers = []
+            lanes = JobLanes(count: 0)
+            self.inline = (Digest.Hasher(.sha256), 0, AdoptedFiles())
+            return
+        }
         slots = (0..<Self.slotCount).map { _ in UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64) }
         freeSlots = DispatchSemaphore(value: Self.slotCount)
-        computesChecksums = checksums
         workers =
             switch writer {
             case .hashingThread: [Worker(role: [.hashing, .writing], lane: 0)]
@@ -120,6 +136,14 @@ final class HashPipeline: @unchecked Sendable {
     /// appends to it, `close` closes it. Creating thousands of small files is as much work as inflating
     /// them, and the reading thread has the inflating to do. Without `startsWriteback` the worker only writes.
     func adopt(startsWriteback: Bool = true, opening open: @escaping Opener) -> File {
+        if inline != nil {
+            let file = File(number: nextFile)
+            nextFile += 1
+            if shared.withLock({ $0.failure == nil }), let failure = inline!.files.adopt(file, open: open, startsWriteback: startsWriteback) {
+                record(failure)
+            }
+            return file
+        }
         if openFiles.wait(timeout: .now()) == .timedOut {
             // Too many files waiting for their close: hand over the queued closes, then wait for one.
             handOver()
@@ -135,6 +159,10 @@ final class HashPipeline: @unchecked Sendable {
     /// Closes an adopted file once everything before has been written; with `keep` false (an abandoned
     /// file) nothing more is done to it.
     func close(_ file: File, keep: Bool) {
+        if inline != nil {
+            if let failure = inline!.files.close(file, keep: keep) { record(failure) }
+            return
+        }
         unclosedFiles -= 1
         batch.append(.close(file: file, keep: keep))
     }
@@ -156,6 +184,13 @@ final class HashPipeline: @unchecked Sendable {
     private func update(
         _ bytes: UnsafeRawBufferPointer, writingTo file: File?, hashing: Bool, crc: inout UInt32, checksums: Bool
     ) {
+        if inline != nil {
+            if hashing { inline!.hasher.update(bytes) }
+            if checksums { crc = CRC32.update(crc, with: bytes) }
+            if computesChecksums && hashing { inline!.crc = CRC32.update(inline!.crc, with: bytes) }
+            if let file, let failure = inline!.files.write(bytes, to: file) { record(failure) }
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let (slot, used) = filling ?? takeSlot()
@@ -173,6 +208,17 @@ final class HashPipeline: @unchecked Sendable {
     /// Ends the current file; its digest will be `finish()[ticket]`.
     func end() -> Int {
         defer { nextTicket += 1 }
+        if inline != nil {
+            let digest = inline!.hasher.finalize()
+            inline!.hasher = Digest.Hasher(.sha256)
+            let checksum = inline!.crc
+            inline!.crc = 0
+            shared.withLock { state in
+                state.digests.append(digest)
+                if computesChecksums { state.checksums.append(checksum) }
+            }
+            return nextTicket
+        }
         batch.append(.end(ticket: nextTicket))
         return nextTicket
     }
@@ -191,7 +237,10 @@ final class HashPipeline: @unchecked Sendable {
     /// Waits for the workers and returns every ended file's digest, by ticket. Bytes given after the last
     /// `end()` (a file cut short by an error) are dropped.
     func finish() -> [[UInt8]] {
-        if !isFinished {
+        if !isFinished, inline != nil {
+            isFinished = true
+            inline!.files.closeAll()
+        } else if !isFinished {
             isFinished = true
             handOver()
             submit([.stop])

@@ -310,16 +310,18 @@ public enum PackageScanner {
                 origin: .archive(path: path, format: "unknown"), entries: [], contentInfoBytes: nil, scanProblems: problems,
                 isComplete: false)
         }
-        // A zip's records are read and checked beside the scan; the verdict joins them at the end.
+        // A zip's records are read and checked beside the scan; the verdict joins them at the end. A small
+        // archive is read on this thread alone.
+        let inline = (reader.inputSize ?? .max) <= HashPipeline.inlineBytes
         let zipRecords = reader.isZip
-            ? BackgroundResult { () throws(HCPackError) in
+            ? BackgroundResult(inline: inline) { () throws(HCPackError) in
                 try ZipStructureCheck.readRecords(
                     file: file, descriptor: descriptor, bytes: bytes, limits: limits.archive, keepsChecksums: true)
             } : nil
         // The caller closes its descriptor once this returns: the records' reader is done with it by then.
         defer { if descriptor != nil { _ = zipRecords?.outcome() } }
         var collector = ArchiveCollector(
-            plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil)
+            plistLimit: limits.plist.maxBytes, checksums: reader.isZip, writesFiles: staging != nil, inline: inline)
         // Large stored entries are read (and staged) beside libarchive (see StoredDataHashing).
         if let zipRecords, let descriptor = reader.seekableDescriptor {
             collector.storedData = StoredDataScan(
@@ -434,11 +436,12 @@ struct ArchiveCollector {
     /// - Parameters:
     ///   - checksums: computes each file's CRC-32 (a zip, whose CRC-32s libarchive does not check).
     ///   - writesFiles: staged files are written, on a thread of their own (install).
-    init(plistLimit: Int, checksums: Bool = false, writesFiles: Bool = false) {
+    ///   - inline: the pipeline hashes and writes on the reading thread instead (a small archive).
+    init(plistLimit: Int, checksums: Bool = false, writesFiles: Bool = false, inline: Bool = false) {
         self.plistLimit = plistLimit
         checksummer = checksums ? (writesFiles ? .writingWorker : .readingThread) : nil
         hashes = HashPipeline(
-            writer: writesFiles ? .ownThread : .hashingThread, checksums: checksummer == .writingWorker)
+            writer: writesFiles ? .ownThread : .hashingThread, checksums: checksummer == .writingWorker, inline: inline)
     }
 
     /// The CRC-32 and size of every file entry read whole; waits for the pipeline. Empty without `checksums`.

@@ -7,15 +7,22 @@ final class BackgroundResult<Value: Sendable>: Sendable {
     private let result = Mutex<Result<Value, HCPackError>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts `work` at once on a thread of its own.
-    init(_ work: @escaping @Sendable () throws(HCPackError) -> Value) {
-        // A thread of its own, not a dispatch queue: libdispatch retries a thread it cannot start forever.
-        WorkerThread.start(name: "hcpack-background") { [self] in
-            let outcome: Result<Value, HCPackError>
-            do throws(HCPackError) { outcome = .success(try work()) } catch { outcome = .failure(error) }
-            result.withLock { $0 = outcome }
-            done.signal()
+    /// Starts `work` at once on a thread of its own; with `inline`, does it here before returning (for small
+    /// inputs, where starting a thread and waiting for it costs more CPU than the overlap saves).
+    init(inline: Bool = false, _ work: @escaping @Sendable () throws(HCPackError) -> Value) {
+        if inline {
+            finish(work)
+            return
         }
+        // A thread of its own, not a dispatch queue: libdispatch retries a thread it cannot start forever.
+        WorkerThread.start(name: "hcpack-background") { [self] in finish(work) }
+    }
+
+    private func finish(_ work: () throws(HCPackError) -> Value) {
+        let outcome: Result<Value, HCPackError>
+        do throws(HCPackError) { outcome = .success(try work()) } catch { outcome = .failure(error) }
+        result.withLock { $0 = outcome }
+        done.signal()
     }
 
     /// What the work returned or threw, when it is done; nil while it runs. Does not wait.
