@@ -86,7 +86,7 @@ public struct BuildPlan: Sendable {
     /// The files among `items`, to hash, each with its index in `items`.
     static func filesToHash(_ items: [Item]) -> [PackageScanner.PendingFile] {
         items.indices.filter { items[$0].kind == .file }.map {
-            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hashAndCRC)
+            PackageScanner.PendingFile(index: $0, path: items[$0].sourceRelative, reading: .hashAndCRC, size: items[$0].size)
         }
     }
 

@@ -68,6 +68,13 @@ final class PreparedEntries: @unchecked Sendable {
         // No more workers than batches: a delta of two small files started one that found nothing to do.
         let batches = (included.count + Self.batchSize - 1) / Self.batchSize
         workerCount = min(batches, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        // One batch is made here, before returning: a thread for it cost more than its deflating.
+        if batches == 1 {
+            stopped.enter()
+            work(0)
+            stopped.leave()
+            return
+        }
         for number in 0..<workerCount {
             stopped.enter()
             WorkerThread.start(name: "hcpack-deflate-\(number)") { [self] in

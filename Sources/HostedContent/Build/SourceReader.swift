@@ -53,10 +53,13 @@ final class SourceReader: @unchecked Sendable {
         afterConsumed: @escaping (@escaping @Sendable () -> Void) -> Void
     ) {
         self.afterConsumed = afterConsumed
-        slots = (0..<Self.slotCount).map { _ in
+        // No files (a build whose files are all made by PreparedEntries): no buffers, no thread.
+        let hasFiles = items.contains { $0.kind == .file }
+        slots = (0..<(hasFiles ? Self.slotCount : 0)).map { _ in
             UnsafeMutableRawBufferPointer.allocate(byteCount: Self.slotSize, alignment: 64)
         }
-        for _ in 0..<Self.slotCount { freeSlots.signal() }
+        for _ in 0..<slots.count { freeSlots.signal() }
+        guard hasFiles else { return }
         WorkerThread.start(name: "hcpack-read") { [self] in
             for item in items where item.kind == .file {
                 if cancelled.load(ordering: .relaxed) { break }

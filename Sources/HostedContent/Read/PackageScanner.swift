@@ -109,7 +109,7 @@ public enum PackageScanner {
                         plistBytes = try readPlist(full, limit: limits.plist.maxBytes, problems: &problems)
                         if let knownPlist, plistBytes == knownPlist { plistBytes = knownPlist }
                     }
-                    pending.append(PendingFile(index: entries.count, path: path, reading: reading(path)))
+                    pending.append(PendingFile(index: entries.count, path: path, reading: reading(path), size: status.size))
                 default:
                     break
                 }
@@ -150,6 +150,8 @@ public enum PackageScanner {
         /// Relative to the root (the entry's own string: a full path per file was 100 bytes a file).
         var path: String
         var reading: FileReading
+        /// The file's size when listed: how much there is to read.
+        var size: Int64 = 0
     }
 
     /// What reading a file found.
@@ -174,7 +176,9 @@ public enum PackageScanner {
     ) throws(HCPackError) -> [FileFacts] {
         let slots = ResultSlots<FileFacts>(count: files.count)
         let next = Mutex(0)
-        let workers = min(files.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
+        // Up to HashPipeline.inlineBytes in all, this thread alone: a helper thread cost more than it saved.
+        let total = files.reduce(Int64(0)) { $0 + $1.size }
+        let workers = total <= HashPipeline.inlineBytes ? 1 : min(files.count, max(1, ProcessInfo.processInfo.activeProcessorCount))
         // This thread and workers - 1 threads of hcpack's own (WorkerThread), not concurrentPerform: libdispatch
         // retries a thread it cannot start forever.
         let readFiles: @Sendable () -> Void = {
