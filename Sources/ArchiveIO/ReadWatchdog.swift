@@ -13,8 +13,9 @@ import FileSystemIO
 ///
 /// Every `ArchiveReader` has a monitor, checked by the process's one watchdog thread at the reader's interval.
 /// It watches the reader's progress (bytes handed to libarchive, headers and data blocks returned, every
-/// return from libarchive) while a libarchive call or a read of the input is under way, and stops the process when that call goes `stallSeconds` without
-/// progress, or its resident memory grows by more than `maxStallMemoryGrowth` without progress.
+/// return from libarchive) while a libarchive call or a read of the input is under way, and stops the
+/// process when that call goes `stallSeconds` without progress, or its resident memory grows by more than
+/// `maxStallMemoryGrowth` without progress.
 ///
 /// Stopping means ending the process: a thread stuck in C cannot be cancelled, and one left spinning keeps
 /// its CPU and memory. Reading comes before any change to a destination (install stages into its own folder

@@ -139,9 +139,7 @@ public enum DeltaBuilder {
         // The scratch folder is this run's own and removed at the end: no fsync, no rename.
         let rootFolder = try DirectoryHandle.open(root)
         _ = try rootFolder.removeFile(ContentInfo.fileName)
-        let plist = try rootFolder.createFile(ContentInfo.fileName)
-        try plist.write(info.encodeXML())
-        try plist.finish(synchronize: false)
+        try writeWhole([ContentInfo.fileName: info.encodeXML()], into: rootFolder)
 
         var buildOptions = BuildOptions(
             source: root, output: options.output, format: format, compression: options.compression,

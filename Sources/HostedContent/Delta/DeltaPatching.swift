@@ -232,7 +232,7 @@ extension DeltaBuilder {
     }
 
     /// Writes each file (by listed path) into `contents`, making its folders.
-    private static func writeWhole(_ files: [String: [UInt8]], into contents: DirectoryHandle) throws(HCPackError) {
+    static func writeWhole(_ files: [String: [UInt8]], into contents: DirectoryHandle) throws(HCPackError) {
         for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
             var parts = path.split(separator: "/")
             guard let leaf = parts.popLast() else { continue }
