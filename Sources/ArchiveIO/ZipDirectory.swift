@@ -318,12 +318,7 @@ public struct ZipDirectory: Sendable {
         {
             defer { munmap(base, Int(size)) }
             let mapped = UnsafeRawBufferPointer(start: base, count: Int(size))
-            let input = ZipInput(size: size, name: path) { buffer, offset in
-                let count = max(0, min(buffer.count, Int(size - offset)))
-                if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: mapped[Int(offset)..<(Int(offset) + count)])) }
-                return count
-            }
-            return try read(input, limits: limits, visit: visit)
+            return try read(ZipInput(memory: mapped, name: path), limits: limits, visit: visit)
         }
         let window = ReadAheadWindow(fill: fill)
         let input = ZipInput(size: size, name: path) { buffer, offset in window.read(into: buffer, at: offset) }
@@ -337,15 +332,7 @@ public struct ZipDirectory: Sendable {
     public static func read(
         bytes: [UInt8], limits: ZipDirectoryLimits = ZipDirectoryLimits(), visit: (ZipEntryFacts) throws -> Void
     ) throws -> ZipDirectory {
-        let input = ZipInput(size: Int64(bytes.count), name: "input") { buffer, offset in
-            let start = Int(offset)
-            let count = max(0, min(buffer.count, bytes.count - start))
-            if count > 0 {
-                bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
-            }
-            return count
-        }
-        return try read(input, limits: limits, visit: visit)
+        try bytes.withUnsafeBytes { memory in try read(ZipInput(memory: memory, name: "input"), limits: limits, visit: visit) }
     }
 
     /// Every record at once, for small archives and tests (the limits bound it).
@@ -668,6 +655,22 @@ private struct ZipInput {
     let name: String
     /// Fills the buffer from the offset; returns the count read (short at the end), or -errno.
     let fill: (UnsafeMutableRawBufferPointer, Int64) -> Int
+
+    init(size: Int64, name: String, fill: @escaping (UnsafeMutableRawBufferPointer, Int64) -> Int) {
+        self.size = size
+        self.name = name
+        self.fill = fill
+    }
+
+    /// Bytes in memory (a zip given as bytes, or a mapped file), valid while the input is read.
+    init(memory: UnsafeRawBufferPointer, name: String) {
+        self.init(size: Int64(memory.count), name: name) { buffer, offset in
+            let start = Int(offset)
+            let count = max(0, min(buffer.count, memory.count - start))
+            if count > 0 { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: memory[start..<(start + count)])) }
+            return count
+        }
+    }
 
     func read(_ count: Int, at offset: Int64) throws -> [UInt8]? {
         guard count >= 0, offset >= 0, offset <= size, Int64(count) <= size - offset else { return nil }

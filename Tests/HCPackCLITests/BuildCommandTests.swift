@@ -290,7 +290,7 @@ struct BuildBinaryTests {
     }
 
     @Test(
-        "A write failure (file size limit, as for a full disk) exits 3 and leaves no temporary file: written by the output's threads (4 MiB) and on the caller's (512 KiB, ArchiveSink.inlineBytes)",
+        "A write failure (file size limit, as for a full disk) exits 3 and leaves no temporary file: written by the output's threads (4 MiB) and on the caller's (512 KiB, HashPipeline.inlineBytes)",
         arguments: [256 << 10, 32 << 10])
     func writeFailure(copies: Int) {
         let folder = TemporaryFolder()

@@ -40,8 +40,6 @@ extension PackageSink {
 /// made on other cores (`PreparedEntries`) in between (`add`); the sink writes the central directory from all
 /// runs' records. Same bytes as one writer's: see `ZipRunWriter`.
 final class ArchiveSink: PackageSink {
-    /// Archives of at most this many bytes of files are written without threads of their own.
-    static let inlineBytes: Int64 = 1 << 20
     private let descriptor: Int32
     private var isOpen = true
     private var writer: ArchiveWriter?
@@ -77,8 +75,8 @@ final class ArchiveSink: PackageSink {
     /// - Parameter assembling: a zip written entry by entry (format `.zip` only), which `add` can also take
     ///   entries made elsewhere; it must fit `ZipCentralDirectory.fits`. Its value: the central directory's
     ///   expected size.
-    ///   - contentBytes: the files' bytes in all; up to `inlineBytes`, the archive is written on the caller's
-    ///     thread and made durable by the final fsync alone (`ArchiveOutput.init(inline:)`).
+    ///   - contentBytes: the files' bytes in all; up to `HashPipeline.inlineBytes`, the archive is written on the
+    ///     caller's thread and made durable by the final fsync alone (`ArchiveOutput.init(inline:)`).
     init(
         descriptor: Int32, format: ArchiveWriteFormat, output: String, modificationTime: Int64, assembling: Int? = nil,
         contentBytes: Int64 = .max
@@ -86,7 +84,7 @@ final class ArchiveSink: PackageSink {
         self.descriptor = descriptor
         self.output = output
         self.modificationTime = modificationTime
-        let small = contentBytes <= Self.inlineBytes
+        let small = contentBytes <= HashPipeline.inlineBytes
         stream = ArchiveOutput(
             descriptor: try Descriptor.duplicate(descriptor, path: output), path: output, inline: small)
         diskSync = small ? nil : ProgressiveSync(descriptor, path: output)

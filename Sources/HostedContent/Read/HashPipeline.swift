@@ -94,9 +94,10 @@ final class HashPipeline: @unchecked Sendable {
     /// The caller's own hashing and writing when the pipeline runs inline; nil with workers.
     private var inline: (hasher: Digest.Hasher, crc: UInt32, files: AdoptedFiles)?
 
-    /// Archives up to this size are hashed (and their files written) on the reading thread: for them, the
-    /// threads, their buffers and the hand-overs cost more CPU than the overlap saves (bench/README.md,
-    /// "Making the json delta").
+    /// Work up to this many bytes stays on one thread: archives this small are hashed (and their files
+    /// written) on the reading thread, folders of files this small read, and archives this small written
+    /// (`ArchiveSink`); for them, threads, their buffers and the hand-overs cost more CPU than the overlap saves
+    /// (bench/README.md, "Making the json delta").
     static let inlineBytes: Int64 = 1 << 20
 
     /// - Parameters:
