@@ -47,13 +47,20 @@ public enum PatchCodec {
     /// what `frameHeader` needs of a patch's start.
     public static let frameHeaderMaxSize = Int(ZSTD_FRAMEHEADERSIZE_MAX)
 
-    /// The regular match finder's tables (log of their entries) for a patch with window `windowLog`: nil keeps
-    /// the level's own (2^17 and 2^16 at level 3) below 2^28-byte windows; from there 2^12. Its candidates
-    /// are then recent positions: with the level's tables they lie anywhere behind in a target of hundreds of
-    /// MiB, each read of one maps a large folio of the page cache, and tens of MiB of the target were resident
-    /// between two page drops. Long-distance matching finds the kept runs (the same patch bytes on the 256 MiB
-    /// asset with either).
-    public static func matchTableLog(windowLog: Int) -> Int? { windowLog >= 28 ? 12 : nil }
+    /// The regular match finder's tables (log of their entries: hash, chain) for a patch with window
+    /// `windowLog`: nil keeps the level's own (2^17 and 2^16 at level 3) for windows from 2^17 to 2^27.
+    /// - Below 2^17 the tables are the window's size: the level's are larger than the whole window, and zstd
+    ///   zeroes them for every patch (768 KiB, 192 fresh pages a process, for each of the json case's 40 patches
+    ///   of 15 KiB files; the same patch bytes with 2^12 to 2^17 entries, bench/README.md).
+    /// - From 2^28, 2^12: candidates are then recent positions. With the level's tables they lie anywhere
+    ///   behind in a target of hundreds of MiB, each read of one maps a large folio of the page cache, and tens
+    ///   of MiB of the target were resident between two page drops. Long-distance matching finds the kept runs
+    ///   (the same patch bytes on the 256 MiB asset with either).
+    public static func matchTableLogs(windowLog: Int) -> (hash: Int, chain: Int)? {
+        if windowLog >= 28 { return (12, 12) }
+        if windowLog < 17 { return (windowLog, windowLog - 1) }
+        return nil
+    }
 
     /// What a patch's frame header declares (`ZSTD_getFrameHeader`).
     public struct FrameHeader: Sendable, Equatable {
@@ -158,9 +165,9 @@ public enum PatchCodec {
         try check(
             ZSTD_CCtx_setParameter(context, ZSTD_c_ldmHashLog, Int32(ldmHashLog(windowLog: windowLog))),
             "size the long-distance table")
-        if let tables = matchTableLog(windowLog: windowLog) {
-            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_hashLog, Int32(tables)), "size the match finder")
-            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_chainLog, Int32(tables)), "size the match finder")
+        if let tables = matchTableLogs(windowLog: windowLog) {
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_hashLog, Int32(tables.hash)), "size the match finder")
+            try check(ZSTD_CCtx_setParameter(context, ZSTD_c_chainLog, Int32(tables.chain)), "size the match finder")
         }
         // No frame checksum: install checks the result's SHA-256, and the 4 bytes a frame were 8% of the json
         // case's patches (bench/README.md, "json's size and making time").

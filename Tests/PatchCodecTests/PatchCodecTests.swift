@@ -76,13 +76,15 @@ struct PatchCodecTests {
         #expect(made == target)
     }
 
-    @Test("A file of hundreds of MiB gets a capped long-distance table and small match tables; the level's own below")
+    @Test("A file of hundreds of MiB gets a capped long-distance table and small match tables, a small file tables of its window's size; the level's own between")
     func largeWindowSettings() {
         #expect(PatchCodec.ldmHashLog(windowLog: 30) == PatchCodec.largestLDMHashLog)
         #expect(PatchCodec.ldmHashLog(windowLog: 26) == 19)
         #expect(PatchCodec.ldmHashLog(windowLog: 10) >= 6)
-        #expect(PatchCodec.matchTableLog(windowLog: 27) == nil)
-        #expect(PatchCodec.matchTableLog(windowLog: 28) == 12)
+        #expect(PatchCodec.matchTableLogs(windowLog: 17) == nil)
+        #expect(PatchCodec.matchTableLogs(windowLog: 27) == nil)
+        #expect(PatchCodec.matchTableLogs(windowLog: 28).map { [$0.hash, $0.chain] } == [12, 12])
+        #expect(PatchCodec.matchTableLogs(windowLog: 15).map { [$0.hash, $0.chain] } == [15, 14])
     }
 
     @Test("A patch made with a large file's settings (window 2^28 and up) remakes the new file exactly")

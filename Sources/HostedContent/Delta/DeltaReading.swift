@@ -32,7 +32,11 @@ extension DeltaBuilder {
             let newStatus = try FileSystem.status(options.new), newStatus.kind == .file
         else { return nil }
         let verify = options.verify
-        guard let oldLead = leadingPlist(options.old, options: verify), let newLead = leadingPlist(options.new, options: verify)
+        // Two small archives are read one after the other on this thread (HashPipeline.inlineBytes), each on from
+        // the reader that peeked at its plist: one open, one directory walk and one plist read an archive.
+        let small = max(oldStatus.size, newStatus.size) <= HashPipeline.inlineBytes
+        guard let (oldLead, oldPeek) = leadingPlist(options.old, options: verify, keepsReader: small),
+            let (newLead, newPeek) = leadingPlist(options.new, options: verify, keepsReader: small)
         else { return nil }
         let oldFiles = oldLead.info.files ?? []
         let newFiles = newLead.info.files ?? []
@@ -70,19 +74,25 @@ extension DeltaBuilder {
         newStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: newLead.bytes)
         oldStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: oldLead.bytes)
         let limits = options.verify.limits
-        // Two small archives are read one after the other on this thread (HashPipeline.inlineBytes).
-        let small = max(oldStatus.size, newStatus.size) <= HashPipeline.inlineBytes
-        let oldRead = BackgroundResult(inline: small) { () throws(HCPackError) in
-            try PackageScanner.readArchive(options.old, limits: limits, staging: oldStaging)
-        }
+        let oldSnapshot: PackageSnapshot
         let newSnapshot: PackageSnapshot
-        do {
-            newSnapshot = try PackageScanner.readArchive(options.new, limits: limits, staging: newStaging)
-        } catch {
-            _ = oldRead.outcome()
-            throw error
+        if let oldPeek, let newPeek {
+            oldSnapshot = try PackageScanner.readArchive(
+                options.old, limits: limits, staging: oldStaging, continuing: oldPeek.reader, first: (oldPeek.header, oldLead.bytes))
+            newSnapshot = try PackageScanner.readArchive(
+                options.new, limits: limits, staging: newStaging, continuing: newPeek.reader, first: (newPeek.header, newLead.bytes))
+        } else {
+            let oldRead = BackgroundResult { () throws(HCPackError) in
+                try PackageScanner.readArchive(options.old, limits: limits, staging: oldStaging)
+            }
+            do {
+                newSnapshot = try PackageScanner.readArchive(options.new, limits: limits, staging: newStaging)
+            } catch {
+                _ = oldRead.outcome()
+                throw error
+            }
+            oldSnapshot = try oldRead.value()
         }
-        let oldSnapshot = try oldRead.value()
         // The plists were decoded when peeked at: the rules take that parse when the bytes are the same.
         func check(_ snapshot: PackageSnapshot, _ lead: LeadingPlist) -> VerificationReport {
             Verifier.check(snapshot, options: verify, decodedPlist: snapshot.contentInfoBytes == lead.bytes ? lead.value : nil)
@@ -135,7 +145,15 @@ extension DeltaBuilder {
         let sha256: String
     }
 
-    private static func leadingPlist(_ path: String, options: VerifyOptions) -> LeadingPlist? {
+    /// An archive whose plist, its first entry, was read: the reader, left after it, and the entry's header.
+    struct PeekedArchive {
+        let reader: ArchiveReader
+        let header: ArchiveEntry
+    }
+
+    /// The archive's leading plist, and with `keepsReader` the reader that read it (`PackageScanner.readArchive`
+    /// reads on from it); nil when the archive does not start with a plist hcpack can read.
+    private static func leadingPlist(_ path: String, options: VerifyOptions, keepsReader: Bool) -> (LeadingPlist, PeekedArchive?)? {
         guard let reader = try? ArchiveReader(path: path, limits: options.limits.archive, checksZipCRC: false),
             let header = try? reader.next(), header.kind == .file,
             ArchiveCollector.isPlistCandidate(PackagePath.normalizeArchiveName(header.path ?? "")),
@@ -151,7 +169,8 @@ extension DeltaBuilder {
             let value = try? PropertyList.decode(bytes, limits: options.limits.plist).value,
             case .dictionary(let dictionary) = value
         else { return nil }
-        return LeadingPlist(
+        let lead = LeadingPlist(
             bytes: bytes, value: value, info: ContentInfo(dictionary: dictionary), sha256: Digest.Hasher.digest(.sha256, of: bytes).hexString)
+        return (lead, keepsReader ? PeekedArchive(reader: reader, header: header) : nil)
     }
 }

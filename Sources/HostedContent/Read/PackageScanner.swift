@@ -284,6 +284,16 @@ public enum PackageScanner {
         }
     }
 
+    /// As `readArchive(_:limits:staging:)`, reading on from `reader`, opened on `path` with `limits.archive`
+    /// and without CRC checks, whose first entry (`first`: its header and all its data) the caller has read:
+    /// a delta peeks at both plists before either archive is read, and one open and one read serve both.
+    static func readArchive(
+        _ path: String, limits: ReadLimits, staging: StagingArea?, continuing reader: ArchiveReader,
+        first: (header: ArchiveEntry, data: [UInt8])
+    ) throws(HCPackError) -> PackageSnapshot {
+        try readArchive(origin: path, file: path, limits: limits, staging: staging, first: first) { () throws(ArchiveError) in reader }
+    }
+
     /// The one archive scan every entry point shares; `open` makes the reader, `file` is the archive's path
     /// when it is a file and `bytes` the archive when it is in memory (for the zip structure checks).
     ///
@@ -292,7 +302,8 @@ public enum PackageScanner {
     /// directory.
     private static func readArchive(
         origin path: String, file: String?, descriptor: Int32? = nil, bytes: [UInt8]? = nil, limits: ReadLimits, staging: StagingArea?,
-        waitsForZipRecords: Bool = false, open: () throws(ArchiveError) -> ArchiveReader
+        waitsForZipRecords: Bool = false, first: (header: ArchiveEntry, data: [UInt8])? = nil,
+        open: () throws(ArchiveError) -> ArchiveReader
     ) throws(HCPackError) -> PackageSnapshot {
         let reader: ArchiveReader
         do {
@@ -339,6 +350,7 @@ public enum PackageScanner {
         }
         var complete = true
         do {
+            if let first { try collector.add(first.header, reader: reader, staging: staging, prefetched: first.data) }
             while let header = try reader.next() {
                 try collector.add(header, reader: reader, staging: staging)
             }
@@ -471,7 +483,8 @@ struct ArchiveCollector {
     }
 
     /// Records one entry; a regular file's data is hashed and, when `staging` wants it, written there.
-    mutating func add(_ header: ArchiveEntry, reader: ArchiveReader, staging: StagingArea? = nil) throws {
+    /// - Parameter prefetched: the entry's data, already read from `reader` by the caller (`readArchive`'s `first`).
+    mutating func add(_ header: ArchiveEntry, reader: ArchiveReader, staging: StagingArea? = nil, prefetched: [UInt8]? = nil) throws {
         entriesRead += 1
         let raw = header.path ?? String(decoding: header.pathBytes, as: UTF8.self)
         let name = PackagePath.normalizeArchiveName(raw)
@@ -520,7 +533,7 @@ struct ArchiveCollector {
             if keepsInMemory, let declared = header.declaredSize { kept?.reserveCapacity(Int(declared)) }
             let checksumsHere = checksummer == .readingThread
             var crc: UInt32 = 0
-            let count = try reader.readData { chunk in
+            let count = try Self.read(prefetched, from: reader) { chunk in
                 if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
                 frame?.feed(chunk)
                 if let writer {
@@ -560,6 +573,13 @@ struct ArchiveCollector {
         // `earlier` is nil here, so no stored name equals this one.
         indexByPath.insert(entries.count, hash: PositionIndex.exactHash(name)) { _ in false }
         entries.append(entry)
+    }
+
+    /// The entry's data, in chunks, from `prefetched` when the caller read it already, else from `reader`.
+    private static func read(_ prefetched: [UInt8]?, from reader: ArchiveReader, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Int64 {
+        guard let prefetched else { return try reader.readData(body) }
+        try prefetched.withUnsafeBytes { try body($0) }
+        return Int64(prefetched.count)
     }
 
     /// Waits for the entries `storedData` reads: their digests, executable kinds and checksums.
