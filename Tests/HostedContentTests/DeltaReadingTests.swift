@@ -69,6 +69,54 @@ struct DeltaReadingTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: corpus.folder.path).allSatisfy { !$0.hasPrefix(".") })
     }
 
+    @Test("A delta of small files built from memory is the one built from its scratch folder: patches, new and whole files, folders")
+    func memoryBuild() throws {
+        let folder = TemporaryFolder()
+        // 6 patched, one rewritten through (whole: no patch saves), one new, one removed, one unchanged; and a
+        // second NEW with a new file over PreparedEntries.largestFile, which keeps the folder.
+        var random = SystemRandomNumberGenerator()
+        let noise = String((0..<1_500).map { _ in Character(Unicode.Scalar(UInt8.random(in: 97...122, using: &random))) })
+        let big = String(repeating: "0123456789abcdef", count: 5_000)
+        let old = (0..<6).map { ("levels/\($0).json", TwelveChanged.text($0, edited: false)) }
+            + [("levels/6.json", "short\n"), ("gone.txt", "gone\n"), ("same.txt", "same\n")]
+        let new = (0..<6).map { ("levels/\($0).json", TwelveChanged.text($0, edited: true)) }
+            + [("levels/6.json", noise), ("extra/new.txt", "new\n"), ("same.txt", "same\n")]
+        func build(_ name: String, _ version: String, _ files: [(String, String)]) throws -> String {
+            writeValidPackage(in: folder, root: name, files: files)
+            folder.write(
+                name + "/ContentInfo.plist",
+                plistXML(
+                    """
+                    <key>IAPProductIdentifier</key><string>com.example.levels</string>
+                    <key>ContentVersion</key><string>\(version)</string>
+                    \(filesXML(files.map(\.0)))
+                    """))
+            let options = BuildOptions(source: folder.url(name), output: folder.url(name + ".zip"))
+            _ = try Builder.write(try Builder.prepare(options), options: options)
+            return folder.url(name + ".zip")
+        }
+        let oldZip = try build("old", "1.0", old)
+        let newZip = try build("new", "1.1", new)
+        let bigZip = try build("big", "1.1", new + [("extra/big.txt", big)])
+        func delta(_ new: String, inMemory: Bool, name: String) throws -> (bytes: [UInt8], result: DeltaResult) {
+            var options = DeltaOptions(old: oldZip, new: new, output: folder.url(name))
+            options.buildsInMemory = inMemory
+            let result = try DeltaBuilder.build(options)
+            return (try #require(folder.read(name)), result)
+        }
+        let memory = try delta(newZip, inMemory: true, name: "memory.zip")
+        let scratch = try delta(newZip, inMemory: false, name: "scratch.zip")
+        #expect(memory.result.builtFromMemory)
+        #expect(!scratch.result.builtFromMemory)
+        #expect(memory.result.patched.count == 6 && memory.result.patched == scratch.result.patched)
+        #expect(memory.result.carried.sorted() == ["extra/new.txt", "levels/0.json", "levels/1.json", "levels/2.json", "levels/3.json", "levels/4.json", "levels/5.json", "levels/6.json"])
+        #expect(memory.bytes == scratch.bytes)
+        let large = try delta(bigZip, inMemory: true, name: "large.zip")
+        #expect(!large.result.builtFromMemory)
+        #expect(large.bytes == (try delta(bigZip, inMemory: false, name: "large-scratch.zip")).bytes)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.hasPrefix(".") })
+    }
+
     @Test("A staging area holds in memory only the files it was told, up to 1 MiB each and its budget in all")
     func keptBudget() throws {
         let folder = TemporaryFolder()

@@ -65,6 +65,9 @@ public struct BuildOptions: Sendable {
     public var verify: VerifyOptions
     /// How the archive is laid out: a package's, or a delta's, which only hcpack reads.
     public var layout = ArchiveLayout.package
+    /// The source's contents, held in memory: `source` is then only the package's name in messages. Zip with
+    /// deflate or auto compression, files of at most `PreparedEntries.largestFile` (a small delta's).
+    var memorySource: PackageScanner.MemoryPackage?
 
     /// Describes a build; everything but the source has a default.
     public init(

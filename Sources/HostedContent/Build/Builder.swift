@@ -29,6 +29,8 @@ public struct BuildPlan: Sendable {
         var stamp: FileStamp? = nil
         /// The data's CRC-32, read with `sha256`: a stored zip entry needs it before its data.
         var crc32: UInt32? = nil
+        /// The file's bytes, for a source held in memory (`BuildOptions.memorySource`).
+        var bytes: [UInt8]? = nil
     }
 
     /// The source folder, without trailing slashes.
@@ -160,19 +162,30 @@ public enum Builder {
         _ options: BuildOptions, progress: ProgressHandler? = nil, deferringDigests: Bool = false
     ) throws(HCPackError) -> BuildPlan {
         let source = normalizedPath(options.source)
-        guard let status = try FileSystem.status(source) else {
-            throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
-        }
-        guard status.kind == .directory else {
+        let memory = options.memorySource
+        if memory != nil {
+            guard options.format == .zip, options.compression != .store, options.output != nil else {
+                throw HCPackError(.invalidRequest, "\(source): a package in memory is built as a deflated zip to a named output; report this as a bug")
+            }
+        } else if let status = try FileSystem.status(source) {
+            guard status.kind == .directory else {
             throw HCPackError(
                 .invalidRequest,
                 "\(source): not a folder; build takes a package folder or a folder of content (to check an archive, run hcpack verify)",
                 path: source)
+            }
+        } else {
+            throw HCPackError(.notFound, "\(source): no such folder; check the path", path: source)
         }
 
         let plistPath = source + "/" + ContentInfo.fileName
-        let hasPlist = FileSystem.exists(plistPath)
-        let hasContents = (try FileSystem.status(source + "/" + Verifier.contentsFolder))?.kind == .directory
+        let hasPlist = memory != nil || FileSystem.exists(plistPath)
+        let hasContents: Bool
+        if let memory {
+            hasContents = memory.folders.contains(Verifier.contentsFolder)
+        } else {
+            hasContents = (try FileSystem.status(source + "/" + Verifier.contentsFolder))?.kind == .directory
+        }
         let sourceKind: BuildPlan.SourceKind = hasPlist || hasContents ? .package : .plainFolder
         if !hasPlist {
             var missing: [String] = []
@@ -211,7 +224,7 @@ public enum Builder {
         let filter = ExclusionFilter(patterns: options.excludes, contentsOnly: sourceKind == .plainFolder, ownOutput: ownOutput)
         var checkedFiles = 0
         var checkedBytes: Int64 = 0
-        var snapshot = try PackageScanner.scanFolder(source, limits: options.verify.limits, knownPlist: nil) { path in
+        func reading(_ path: String) -> PackageScanner.FileReading {
             guard filter.reason(for: path) == nil && filter.isContent(path) else { return .head }
             if defersDigests { return .headAndStamp }
             if let progress {
@@ -225,6 +238,12 @@ public enum Builder {
             }
             return .hashAndCRC
         }
+        var snapshot =
+            if let memory {
+                PackageScanner.scanMemory(memory, origin: source, limits: options.verify.limits, reading: reading)
+            } else {
+                try PackageScanner.scanFolder(source, limits: options.verify.limits, knownPlist: nil, reading: reading)
+            }
 
         // Keep what the package will hold; symlinks and special files stay in the snapshot so the rules see them.
         // Filtered in place: a second array of entries was 4 MB at 26,000 files.
@@ -262,7 +281,7 @@ public enum Builder {
                     BuildPlan.Item(
                         path: packagePath, kind: .file, sourceRelative: sourceRelative, size: entry.size,
                         sha256: entry.sha256 ?? [],
-                        stamp: entry.stamp, crc32: entry.crc32))
+                        stamp: entry.stamp, crc32: entry.crc32, bytes: memory?.files[sourceRelative]))
             case .directory:
                 guard options.layout == .package else { continue }
                 entry.permissions = 0o755
@@ -523,6 +542,10 @@ public enum Builder {
         let assembles = assembling && plan.format == .zip && options.compression != .store && plan.fitsAssembledZip
         let isPrepared = { (item: BuildPlan.Item) in
             assembles && item.kind == .file && item.size <= PreparedEntries.largestFile
+        }
+        // A source in memory has no files to stream (BuildOptions.memorySource).
+        if let unprepared = plan.items.first(where: { $0.bytes != nil && !isPrepared($0) }) {
+            throw HCPackError(.invalidRequest, "\(plan.source): \(unprepared.path) is in memory but not small enough to prepare; report this as a bug")
         }
         // Pending digests: prepare's hashing, unless an earlier write took its results.
         let sourceHashing =

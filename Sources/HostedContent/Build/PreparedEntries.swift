@@ -180,10 +180,19 @@ final class PreparedEntries: @unchecked Sendable {
     private func make(
         _ item: BuildPlan.Item, buffer: UnsafeMutableRawBufferPointer, run: ZipRunWriter, number: Int, position: Int
     ) throws(HCPackError) -> Entry {
-        let source = try PlannedSource(item, root: root)
         let data = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(item.size)])
-        let count = try source.fill(data)
-        try source.checkEnd(remaining: item.size - Int64(count))
+        let count: Int
+        let path: String
+        if let bytes = item.bytes, bytes.count == data.count {
+            data.copyBytes(from: bytes)
+            count = bytes.count
+            path = root + "/" + item.sourceRelative
+        } else {
+            let source = try PlannedSource(item, root: root)
+            count = try source.fill(data)
+            try source.checkEnd(remaining: item.size - Int64(count))
+            path = source.path
+        }
         let head = UnsafeRawBufferPointer(rebasing: data[..<min(count, CompressionPolicy.sampleLength)])
         var local: [UInt8] = []
         local.reserveCapacity(count + 256 + item.path.utf8.count)
@@ -199,7 +208,7 @@ final class PreparedEntries: @unchecked Sendable {
             try run.end()
             return Entry(local: local, run: number, positionInRun: position)
         } catch {
-            throw HCPackError(.io, "\(source.path): \(error.message)", path: source.path)
+            throw HCPackError(.io, "\(path): \(error.message)", path: path)
         }
     }
 }

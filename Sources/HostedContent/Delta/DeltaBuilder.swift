@@ -27,6 +27,8 @@ public struct DeltaOptions: Sendable {
     /// How many bytes of each archive's small changed files may be held in memory while making patches
     /// (`StagingArea.keptBudgetBytes`); the rest are staged as files.
     var memoryBudgetBytes: Int64 = 64 << 20
+    /// Build a delta whose files are all small from memory instead of its scratch folder (tests compare both).
+    var buildsInMemory = true
 
     /// Describes a delta from `old` to `new`, written to `output`.
     public init(
@@ -58,6 +60,8 @@ public struct DeltaResult: Sendable {
     public var removed: [String]
     /// Carried files that travel as binary patches, sorted by path.
     public var patched: [DeltaPatchSummary] = []
+    /// The delta was built from memory, not from its scratch folder (`DeltaOptions.buildsInMemory`).
+    var builtFromMemory = false
 }
 
 /// Makes delta packages (docs/self-hosting.md): NEW's plist plus `HCPackDeltaBase`, and only the files that are
@@ -136,15 +140,28 @@ public enum DeltaBuilder {
         }
         if let patches, !patches.records.isEmpty { info.dictionary[FilePatch.key] = FilePatch.plistValue(patches.records) }
         if let patches, !patches.groups.isEmpty { info.dictionary[PatchGroup.key] = PatchGroup.plistValue(patches.groups) }
-        // The scratch folder is this run's own and removed at the end: no fsync, no rename.
-        let rootFolder = try DirectoryHandle.open(root)
-        _ = try rootFolder.removeFile(ContentInfo.fileName)
-        try writeWhole([ContentInfo.fileName: info.encodeXML()], into: rootFolder)
-
         var buildOptions = BuildOptions(
             source: root, output: options.output, format: format, compression: options.compression,
             sourceDateEpoch: options.sourceDateEpoch, force: options.force, verify: options.verify)
         buildOptions.layout = .delta
+        let small = patches?.small ?? SmallOutputs(inputs?.newKept ?? [:])
+        // Nothing on disk in the delta folder and every file small: built from memory, the same bytes
+        // (PackageScanner.MemoryPackage); otherwise the small files join the folder.
+        if options.buildsInMemory, let inputs, inputs.newStagedFiles == 0, !small.wroteFiles, format == .zip,
+            options.compression != .store, small.files.values.allSatisfy({ Int64($0.count) <= PreparedEntries.largestFile })
+        {
+            let contents = Verifier.contentsPrefix
+            buildOptions.memorySource = PackageScanner.MemoryPackage(
+                plist: info.encodeXML(),
+                files: Dictionary(uniqueKeysWithValues: small.files.map { (contents + $0.key, $0.value) }),
+                folders: Set([Verifier.contentsFolder] + small.folders.map { contents + $0 }))
+        } else {
+            // The scratch folder is this run's own and removed at the end: no fsync, no rename.
+            try small.write(into: try DirectoryHandle.open(root + "/" + Verifier.contentsFolder))
+            let rootFolder = try DirectoryHandle.open(root)
+            _ = try rootFolder.removeFile(ContentInfo.fileName)
+            try writeWhole([ContentInfo.fileName: info.encodeXML()], into: rootFolder)
+        }
         var plan = try Builder.prepare(buildOptions, progress: progress)
         guard plan.isValid else {
             let first = plan.report.problems.problems.first { $0.severity == .error }
@@ -165,7 +182,7 @@ public enum DeltaBuilder {
         let removed = old.records.keys.filter { new.records[$0] == nil }.sorted()
         return DeltaResult(
             build: result, base: base, carried: carried, unchangedCount: new.files.count - carried.count, removed: removed,
-            patched: patches?.summaries ?? [])
+            patched: patches?.summaries ?? [], builtFromMemory: buildOptions.memorySource != nil)
     }
 }
 
@@ -222,7 +239,11 @@ struct PackageSide {
     }
 
     /// The package at `path` as `report` found it.
-    init(_ path: String, role: String, report: VerificationReport, isFolder: Bool, requireRecords: Bool = true) throws(HCPackError) {
+    /// - Parameter known: the records and SHA-256 of the plist `report` read, when the caller has them already.
+    init(
+        _ path: String, role: String, report: VerificationReport, isFolder: Bool, requireRecords: Bool = true,
+        known: (records: [String: FileRecord], plistSHA256: String)? = nil
+    ) throws(HCPackError) {
         guard report.isValid() else {
             let errors = report.problems.problems.filter { $0.severity == .error }
             let first = errors.first.map { "[\($0.rule.rawValue)] \($0.path.isEmpty ? "" : $0.path + ": ")\($0.message)" } ?? ""
@@ -243,7 +264,7 @@ struct PackageSide {
                 .invalidPackage, "\(path) (\(role)) is itself a delta; make deltas between full packages", path: path)
         }
         var records: [String: FileRecord] = [:]
-        let recorded = (try? info.parseIntegrity()) ?? nil
+        let recorded = known?.records ?? (try? info.parseIntegrity()) ?? nil
         var digests: [String: FileRecord] = [:]
         if recorded == nil {
             for entry in report.snapshot.entries where entry.kind == .file && entry.path.hasPrefix(Verifier.contentsPrefix) {
@@ -267,7 +288,7 @@ struct PackageSide {
         self.info = info
         self.productIdentifier = identifier
         self.version = version
-        self.plistSHA256 = Digest.Hasher.digest(.sha256, of: plist).hexString
+        self.plistSHA256 = known?.plistSHA256 ?? Digest.Hasher.digest(.sha256, of: plist).hexString
         self.files = files
         self.records = records
         self.isFolder = isFolder

@@ -35,7 +35,7 @@ extension DeltaBuilder {
         old: PackageSide, new: PackageSide, changed: [String], root: String, oldRoot staged: String?,
         kept: (old: [String: [UInt8]], new: [String: [UInt8]]) = ([:], [:]), scratch: String, windowLogLimit: Int,
         options: VerifyOptions
-    ) throws(HCPackError) -> (records: [FilePatch], groups: [PatchGroup], summaries: [DeltaPatchSummary]) {
+    ) throws(HCPackError) -> MadePatches {
         let contents = try DirectoryHandle.open(root + "/" + Verifier.contentsFolder)
         // A package that lists files in the patches folder itself keeps every file whole.
         let prefix = FilePatch.folder + "/"
@@ -45,6 +45,7 @@ extension DeltaBuilder {
         }
         // NEW's copies in memory that are not patched there go into the delta folder whole, as staged ones are.
         var keptNew = kept.new
+        var outputs = SmallOutputs()
         var records: [FilePatch] = []
         var groups: [PatchGroup] = []
         var summaries: [DeltaPatchSummary] = []
@@ -113,6 +114,7 @@ extension DeltaBuilder {
                 }
                 // On disk: one side (or both) was too large to keep in memory.
                 if let madeBytes = keptNew.removeValue(forKey: path) { try writeWhole([path: madeBytes], into: contents) }
+                outputs.wroteFiles = true
                 if let baseBytes = kept.old[path] { try writeWhole([path: baseBytes], into: oldContents) }
                 let base = try map(oldContents, parts, leaf, expecting: baseRecord, side: old, path: path)
                 let made = try map(contents, parts, leaf, expecting: madeRecord, side: new, path: path)
@@ -157,14 +159,14 @@ extension DeltaBuilder {
                         number: groups.count + 1, paths: members.map(\.path), frame: frame,
                         bases: PatchGroup.bases(members.map { ($0.path, $0.base) }))
                     groups.append(group)
-                    try writeWhole([String(group.entryPath.dropFirst(Verifier.contentsPrefix.count)): framed], into: contents)
+                    outputs.add(String(group.entryPath.dropFirst(Verifier.contentsPrefix.count)), framed)
                     for member in members {
                         summaries.append(
                             DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count), group: group.number))
                     }
                 } else {
                     for member in members {
-                        try writeWhole([FilePatch.folder + "/" + member.path: member.patch], into: contents)
+                        outputs.add(FilePatch.folder + "/" + member.path, member.patch)
                         records.append(
                             FilePatch(
                                 path: member.path, base: member.base,
@@ -173,26 +175,72 @@ extension DeltaBuilder {
                         summaries.append(DeltaPatchSummary(path: member.path, size: member.made.size, patchSize: Int64(member.patch.count)))
                     }
                 }
-                // Each folder made (or opened) once: 40 files in one folder were 40 mkdirat and openat.
+                // Each folder opened once: 40 files in one folder were 40 openat.
                 var folders: [[Substring]: DirectoryHandle] = [:]
                 for member in members {
                     var parts = member.path.split(separator: "/")
                     guard let leaf = parts.popLast().map(String.init) else { continue }
                     // The file's folder stays, as when NEW's copy is staged and then replaced by its patch: the same
                     // inputs give the same delta whichever way they were read.
+                    outputs.addFolder(parts)
+                    guard member.madeOnDisk else { continue }
                     let folder: DirectoryHandle
-                    if let made = folders[parts] { folder = made } else {
+                    if let opened = folders[parts] { folder = opened } else {
                         folder = try contents.makeDirectories(parts)
                         folders[parts] = folder
                     }
-                    if member.madeOnDisk { _ = try folder.removeFile(leaf) }
+                    _ = try folder.removeFile(leaf)
                 }
             }
         }
-        try writeWhole(keptNew, into: contents)
+        for (path, bytes) in keptNew { outputs.add(path, bytes) }
         records.sort { $0.path < $1.path }
         summaries.sort { $0.path < $1.path }
-        return (records, groups, summaries)
+        return MadePatches(records: records, groups: groups, summaries: summaries, small: outputs)
+    }
+
+    /// What `makePatches` made.
+    struct MadePatches {
+        var records: [FilePatch]
+        var groups: [PatchGroup]
+        var summaries: [DeltaPatchSummary]
+        /// The small files the delta folder is still to hold (patches, and NEW's files kept whole).
+        var small: SmallOutputs
+    }
+
+    /// Files of at most `PatchGroup.largestMember` bytes (by path under Contents/) and folders the delta folder
+    /// is to hold: written into it (`write(into:)`), or built from memory when nothing else is on disk.
+    struct SmallOutputs {
+        var files: [String: [UInt8]] = [:]
+        /// Paths under Contents/, with every parent.
+        var folders: Set<String> = []
+        /// Some file went into the delta folder on disk (a large patch, a large file kept whole).
+        var wroteFiles = false
+
+        init(_ files: [String: [UInt8]] = [:]) {
+            for (path, bytes) in files { add(path, bytes) }
+        }
+
+        mutating func add(_ path: String, _ bytes: [UInt8]) {
+            files[path] = bytes
+            addFolder(path.split(separator: "/").dropLast())
+        }
+
+        mutating func addFolder(_ parts: some Collection<Substring>) {
+            var path = ""
+            for part in parts {
+                path += (path.isEmpty ? "" : "/") + part
+                folders.insert(path)
+            }
+        }
+
+        /// Writes the files and folders into `contents`, the delta folder's Contents/.
+        func write(into contents: DirectoryHandle) throws(HCPackError) {
+            try DeltaBuilder.writeWhole(files, into: contents)
+            for folder in folders.sorted() where !files.keys.contains(where: { $0.hasPrefix(folder + "/") }) {
+                _ = try contents.makeDirectories(folder.split(separator: "/"))
+            }
+        }
     }
 
     /// A small file's kept patch, waiting for its group.

@@ -15,6 +15,8 @@ struct DeltaInputs {
     /// every file read), by listed path: not in the folders.
     let oldKept: [String: [UInt8]]
     let newKept: [String: [UInt8]]
+    /// How many files reading NEW staged in `newRoot` (none: the delta may be built from memory).
+    let newStagedFiles: Int
 }
 
 /// Reading two archives for a delta once each, side by side, and only what the delta is made of: both plists,
@@ -58,10 +60,13 @@ extension DeltaBuilder {
         // 15 KiB, creating and removing the 80 files took a quarter of the CPU time); a package that lists files
         // in the patches folder gets no patches (makePatches), so nothing is kept for it.
         let patchesFolder = FilePatch.folder + "/"
-        let kept = newFiles.contains(where: { $0.hasPrefix(patchesFolder) }) ? [] : bases.filter { path in
+        let listsPatchesFolder = newFiles.contains(where: { $0.hasPrefix(patchesFolder) })
+        let kept = listsPatchesFolder ? [] : bases.filter { path in
             guard let base = oldRecords[path], let made = newRecords[path] else { return false }
             return base.size <= StagingArea.largestKeptBytes && made.size <= StagingArea.largestKeptBytes
         }
+        // NEW's other small carried files too: a delta of small files is then built from memory (DeltaBuilder).
+        let keptNew: Set<String> = listsPatchesFolder ? [] : Set(kept).union(carried.filter { (newRecords[$0]?.size ?? .max) <= PreparedEntries.largestFile })
         let folder = try DirectoryHandle.open(scratch)
         let (newFolder, _) = try folder.makeDirectory("new", mode: 0o700)
         let (oldFolder, _) = try folder.makeDirectory("old", mode: 0o700)
@@ -71,7 +76,7 @@ extension DeltaBuilder {
         oldStaging.unreadNames = archiveNames(oldFiles.filter { !bases.contains($0) }, ifPlistIs: oldLead.bytes)
         newStaging.keptBudgetBytes = options.memoryBudgetBytes
         oldStaging.keptBudgetBytes = options.memoryBudgetBytes
-        newStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: newLead.bytes)
+        newStaging.keptNames = archiveNames(keptNew.sorted(), ifPlistIs: newLead.bytes)
         oldStaging.keptNames = archiveNames(kept.sorted(), ifPlistIs: oldLead.bytes)
         let limits = options.verify.limits
         let oldSnapshot: PackageSnapshot
@@ -97,8 +102,15 @@ extension DeltaBuilder {
         func check(_ snapshot: PackageSnapshot, _ lead: LeadingPlist) -> VerificationReport {
             Verifier.check(snapshot, options: verify, decodedPlist: snapshot.contentInfoBytes == lead.bytes ? lead.value : nil)
         }
-        let old = try PackageSide(options.old, role: "OLD", report: check(oldSnapshot, oldLead), isFolder: false, requireRecords: false)
-        let new = try PackageSide(options.new, role: "NEW", report: check(newSnapshot, newLead), isFolder: false)
+        // What the peeks parsed and hashed stands for the plists read, when they are the same bytes.
+        func known(_ snapshot: PackageSnapshot, _ lead: LeadingPlist, _ records: [String: FileRecord]) -> ([String: FileRecord], String)? {
+            snapshot.contentInfoBytes == lead.bytes ? (records, lead.sha256) : nil
+        }
+        let old = try PackageSide(
+            options.old, role: "OLD", report: check(oldSnapshot, oldLead), isFolder: false, requireRecords: false,
+            known: known(oldSnapshot, oldLead, oldRecords))
+        let new = try PackageSide(
+            options.new, role: "NEW", report: check(newSnapshot, newLead), isFolder: false, known: known(newSnapshot, newLead, newRecords))
         for (side, lead) in [(old, oldLead), (new, newLead)] where side.plistSHA256 != lead.sha256 {
             throw HCPackError(.io, "\(side.path) changed while the delta was being made; run again once nothing writes to it", path: side.path)
         }
@@ -106,7 +118,8 @@ extension DeltaBuilder {
             old: old, new: new,
             newRoot: try stagedRoot(newStaging, in: newFolder, snapshot: newSnapshot),
             oldRoot: try stagedRoot(oldStaging, in: oldFolder, snapshot: oldSnapshot),
-            oldKept: listed(oldStaging.kept, snapshot: oldSnapshot), newKept: listed(newStaging.kept, snapshot: newSnapshot))
+            oldKept: listed(oldStaging.kept, snapshot: oldSnapshot), newKept: listed(newStaging.kept, snapshot: newSnapshot),
+            newStagedFiles: newStaging.writtenFiles)
     }
 
     /// `kept` by listed path (archive names without the root folder and Contents/).

@@ -135,6 +135,45 @@ public enum PackageScanner {
         return PackageSnapshot(origin: .folder(path: root), entries: entries, contentInfoBytes: plistBytes, scanProblems: problems)
     }
 
+    /// Scans a package held in memory as `scanFolder` scans the folder it would be: its plist, its folders
+    /// and its files, each read as `reading` says (`.hash` or `.hashAndCRC`; a file is in memory whole, so
+    /// `.head` and `.headAndStamp` read it whole too), without stamps. Entries in path order.
+    static func scanMemory(
+        _ package: MemoryPackage, origin root: String, limits: ReadLimits, reading: (String) -> FileReading
+    ) -> PackageSnapshot {
+        var entries: [PackageEntry] = []
+        var problems = ProblemList()
+        var plist: [UInt8]? = package.plist
+        if package.plist.count > limits.plist.maxBytes {
+            problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(limits.plist.maxBytes) bytes; a plist this size is not a content description")
+            plist = nil
+        }
+        var files = package.files
+        files[ContentInfo.fileName] = package.plist
+        let paths = (Array(files.keys) + Array(package.folders)).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for path in paths {
+            guard let bytes = files[path] else {
+                entries.append(PackageEntry(path: path, kind: .directory, permissions: 0o755))
+                continue
+            }
+            var entry = PackageEntry(path: path, kind: .file, size: Int64(bytes.count), permissions: 0o644)
+            let choice = reading(path)
+            var facts = FactsReader(choice == .hashAndCRC ? .hashAndCRC : .hash, frame: FilePatch.frameExtent(for: path))
+            bytes.withUnsafeBytes { facts.feed($0) }
+            let found = facts.facts(stamp: nil)
+            entry.executable = found.executable
+            entry.head = found.head
+            // As `read`: a verdict on the whole frame, and a digest, only for a file read whole.
+            if choice == .hash || choice == .hashAndCRC {
+                entry.patchFrame = found.patchFrame
+                entry.sha256 = found.sha256
+                entry.crc32 = found.crc32
+            }
+            entries.append(entry)
+        }
+        return PackageSnapshot(origin: .folder(path: root), entries: entries, contentInfoBytes: plist, scanProblems: problems)
+    }
+
     private static func readPlist(_ path: String, limit: Int, problems: inout ProblemList) throws(HCPackError) -> [UInt8]? {
         do {
             return try FileSystem.readFile(path, limit: limit)
@@ -142,6 +181,16 @@ public enum PackageScanner {
             problems.add(.plistParse, path: ContentInfo.fileName, "ContentInfo.plist is larger than \(limit) bytes; a plist this size is not a content description")
             return nil
         }
+    }
+
+    /// A package folder's contents held in memory (a small delta: `DeltaBuilder`), to build from instead.
+    struct MemoryPackage: Sendable {
+        /// ContentInfo.plist's bytes.
+        var plist: [UInt8]
+        /// Regular files by path from the package root ("Contents/a/b").
+        var files: [String: [UInt8]]
+        /// Folders by path from the package root: every file's parents, and any other the folder would hold.
+        var folders: Set<String>
     }
 
     /// A regular file found by the walk, still to be read.
@@ -222,25 +271,43 @@ public enum PackageScanner {
             return FileFacts(executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil, stamp: stamp)
         }
         let stamp = try file.stamp()
-        let hasher = Digest.Hasher(.sha256)
-        var head: [UInt8] = []
-        var total: Int64 = 0
-        var frame = patchFrame ?? FrameExtent()
-        let withCRC = reading == .hashAndCRC
-        var crc32: UInt32 = 0
-        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in
+        var facts = FactsReader(reading, frame: patchFrame)
+        try file.readChunks { (chunk: UnsafeRawBufferPointer) throws(HCPackError) in facts.feed(chunk) }
+        // Written to while we read: no stamp, so a build refuses to trust the digest.
+        let settled = try file.stamp() == stamp && stamp.size == facts.total
+        return facts.facts(stamp: settled ? stamp : nil)
+    }
+
+    /// What `read` finds in a file's bytes, fed chunk by chunk (`.hash` or `.hashAndCRC`).
+    struct FactsReader {
+        private let keepsHead: Bool
+        private let withCRC: Bool
+        private var head: [UInt8] = []
+        private(set) var total: Int64 = 0
+        private var frame: FrameExtent
+        private var crc32: UInt32 = 0
+        private let hasher = Digest.Hasher(.sha256)
+
+        init(_ reading: FileReading, frame patchFrame: FrameExtent?) {
+            keepsHead = patchFrame != nil
+            withCRC = reading == .hashAndCRC
+            frame = patchFrame ?? FrameExtent()
+        }
+
+        mutating func feed(_ chunk: UnsafeRawBufferPointer) {
             if head.count < PackageEntry.headLength { head += chunk.prefix(PackageEntry.headLength - head.count) }
             if keepsHead { frame.feed(chunk) }
             hasher.update(chunk)
             if withCRC { crc32 = CRC32.update(crc32, with: chunk) }
             total += Int64(chunk.count)
         }
-        // Written to while we read: no stamp, so a build refuses to trust the digest.
-        let settled = try file.stamp() == stamp && stamp.size == total
-        return FileFacts(
-            executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil,
-            patchFrame: keepsHead ? frame.verdict : nil, sha256: hasher.finalize(), crc32: withCRC ? crc32 : nil, size: total,
-            stamp: settled ? stamp : nil)
+
+        func facts(stamp: FileStamp?) -> FileFacts {
+            FileFacts(
+                executable: head.withUnsafeBytes { ExecutableKind.detect($0) }, head: keepsHead ? head : nil,
+                patchFrame: keepsHead ? frame.verdict : nil, sha256: hasher.finalize(), crc32: withCRC ? crc32 : nil, size: total,
+                stamp: stamp)
+        }
     }
 
     // MARK: Archives
