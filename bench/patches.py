@@ -235,9 +235,9 @@ def main():
         x = r["others"]["xdelta3 -9"]
         b = r["others"].get("bsdiff")
         (ds, dr, dc), (fs, fr, fc) = r["installs"]["delta"], r["installs"]["full"]
-        btext = f"{b[1]:.2f}, {b[3]:.2f} ({b[2] / 1024:.0f})" if b else "-"
+        btext = f"{b[1]:.3f}, {b[3]:.3f} ({b[2] / 1024:.0f})" if b else "-"
         bratio = f"{b[3] / mc:.1f}" if b and mc > 0 else "-"
-        print(f"| {r['name']} | {ms:.2f}, {mc:.2f} ({mr / 1024:.0f}) | {x[1]:.2f}, {x[3]:.2f} ({x[2] / 1024:.0f}) | {btext} | {bratio} "
+        print(f"| {r['name']} | {ms:.3f}, {mc:.3f} ({mr / 1024:.0f}) | {x[1]:.2f}, {x[3]:.2f} ({x[2] / 1024:.0f}) | {btext} | {bratio} "
               f"| {ds:.2f}, {dc:.2f} ({dr / 1024:.0f}) | {fs:.2f}, {fc:.2f} ({fr / 1024:.0f}) | {ds / fs:.2f} | {'yes' if r['same'] else 'NO'} |")
 
 if __name__ == "__main__":
